@@ -126,7 +126,7 @@ def parse_params(raw: dict, source: str = "params") -> Params:
 def build(cls, raw, prefix: str, problems: list[str], ignore: tuple[str, ...] = ()):
     """Construct dataclass `cls` from a dict, appending every problem found."""
     if not isinstance(raw, dict):
-        problems.append(f"{prefix or 'params'}: expected a mapping, got {type(raw).__name__}")
+        problems.append(f"{prefix.rstrip('.') or 'params'}: expected a mapping, got {type(raw).__name__}")
         return None
     fields = {f.name: f for f in dataclasses.fields(cls) if f.name not in ignore}
     hints = typing.get_type_hints(cls)
@@ -138,7 +138,9 @@ def build(cls, raw, prefix: str, problems: list[str], ignore: tuple[str, ...] = 
             hint = f" (did you mean '{prefix}{close[0]}'?)" if close else f" (valid: {', '.join(fields)})"
             problems.append(f"unknown key '{where}'{hint}")
             continue
-        kwargs[key] = coerce(hints[key], value, where, problems)
+        value = coerce(hints[key], value, where, problems)
+        if value is not _BAD:  # a bad value keeps the default, so later checks still run
+            kwargs[key] = value
     try:
         return cls(**kwargs)
     except TypeError as e:
@@ -146,10 +148,14 @@ def build(cls, raw, prefix: str, problems: list[str], ignore: tuple[str, ...] = 
         return None
 
 
+_BAD = object()  # marks a value that failed its type check
+
+
 def coerce(tp, value, where: str, problems: list[str]):
-    """Check `value` against type hint `tp`; returns the (converted) value."""
+    """Check `value` against type hint `tp`; returns the (converted) value or _BAD."""
     if dataclasses.is_dataclass(tp):
-        return build(tp, value, f"{where}.", problems)
+        built = build(tp, value, f"{where}.", problems)
+        return _BAD if built is None else built
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
@@ -159,18 +165,21 @@ def coerce(tp, value, where: str, problems: list[str]):
     if origin is list:
         if not isinstance(value, list):
             problems.append(f"'{where}' must be a list, got {value!r}")
-            return value
-        return [coerce(args[0], v, f"{where}[{i}]", problems) for i, v in enumerate(value)]
+            return _BAD
+        items = [coerce(args[0], v, f"{where}[{i}]", problems) for i, v in enumerate(value)]
+        return _BAD if any(i is _BAD for i in items) else items
     if origin is dict:
         if not isinstance(value, dict):
             problems.append(f"'{where}' must be a mapping, got {value!r}")
-            return value
-        return {k: coerce(args[1], v, f"{where}.{k}", problems) for k, v in value.items()}
+            return _BAD
+        items = {k: coerce(args[1], v, f"{where}.{k}", problems) for k, v in value.items()}
+        return _BAD if any(v is _BAD for v in items.values()) else items
     if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if tp in (int, str, bool, float):
         if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
             problems.append(f"'{where}' must be {tp.__name__}, got {type(value).__name__} {value!r}")
+            return _BAD
         return value
     return value
 

@@ -62,7 +62,12 @@ def _init_worker(memory_mb: int) -> None:
     if memory_mb > 0:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    import logging
+
     import math_verify  # noqa: F401  (pay the import once per worker)
+
+    # math-verify logs a traceback for every timeout; the counts say it better.
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
 
 
 def _parse_gold(gold: str):
@@ -75,9 +80,12 @@ def _parse_gold(gold: str):
 def _parse_response(text: str, timeout_s: int):
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
 
-    # Boxed answers first; math-verify takes the last \boxed{} it finds.
+    # The last \boxed{} is the final answer: parse from there on, so earlier
+    # boxed drafts are not merged into it (and less text goes through sympy).
+    start = text.rfind("\\boxed")
+    tail = text[start:] if start >= 0 else text
     config = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
-    return parse(text[-MAX_RESPONSE_CHARS:], extraction_config=config, parsing_timeout=timeout_s, raise_on_error=True)
+    return parse(tail[-MAX_RESPONSE_CHARS:], extraction_config=config, parsing_timeout=timeout_s, raise_on_error=True)
 
 
 def _equal(a, b, timeout_s: int) -> bool:

@@ -22,18 +22,15 @@ def prepare(p: DataParams) -> dict[str, int]:
         # Only the configured benchmarks need the hub online; offline, all six are vendored.
         if p.source == "online" and name not in p.benchmarks:
             continue
-        counts[name] = write_jsonl(out / "benchmarks" / f"{name}.jsonl", _usable(sources.load(name, p.source, p.vendor_dir)))
+        counts[name] = write_jsonl(out / "benchmarks" / f"{name}.jsonl", sources.load(name, p.source, p.vendor_dir))
     mixture: list[Record] = []
     for name in p.train_sets:
         if name == "arithmetic":
             mixture += arith_train
         elif name == "deepscaler":
-            mixture += _usable(sources.load_hub("deepscaler"))
+            mixture += sources.load_hub("deepscaler")
         else:
-            mixture += _usable(sources.load_vendored(name, p.vendor_dir))
+            mixture += sources.load_vendored(name, p.vendor_dir)
     counts["train"] = write_jsonl(out / "train.jsonl", mixture)
     return counts
 
-
-def _usable(records: list[Record]) -> list[Record]:
-    return [r for r in records if r.problem and r.answer]

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlvr.data.records import Record, read_jsonl
+from rlvr.data.records import EmptyDatasetError, Record, read_jsonl
 
 BENCHMARKS = ("aime24", "aime25", "amc23", "math500", "minerva", "olympiad_bench")
 OFFLINE_TRAIN_SETS = ("math_train", "aime_1983_2023")
@@ -86,20 +87,26 @@ def _level(row: dict) -> int | None:
     return None
 
 
-def normalize(rows: list[dict], source: str, problem_key: str = "problem", answer_key: str = "answer") -> list[Record]:
-    out = []
+def normalize(rows: list[dict], source: str, problem_key: str = "problem", answer_key: str = "answer",
+              where: str | None = None) -> list[Record]:
+    """Rows -> Records. Rows without a problem or answer, or repeating an id,
+    are skipped and counted in one warning that names the file and rows."""
+    out, seen, skipped = [], set(), []
     for i, row in enumerate(rows):
-        answer, alts = split_answer(row.get(answer_key, ""))
-        out.append(
-            Record(
-                id=str(row.get("id", f"{source}-{i}")),
-                problem=str(row.get(problem_key) or "").strip(),
-                answer=answer,
-                source=source,
-                level=_level(row),
-                alt_answers=alts,
-            )
-        )
+        answer, alts = split_answer(row.get(answer_key) or "")
+        rid = str(row.get("id", f"{source}-{i}"))
+        problem = str(row.get(problem_key) or "").strip()
+        if not problem or not answer or rid in seen:
+            skipped.append(i + 1)
+            continue
+        seen.add(rid)
+        out.append(Record(id=rid, problem=problem, answer=answer, source=source, level=_level(row), alt_answers=alts))
+    if skipped:
+        shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
+        warnings.warn(f"{where or source}: skipped {len(skipped)} row(s) with an empty problem or answer "
+                      f"or a duplicate id (rows {shown})", stacklevel=2)
+    if not out:
+        raise EmptyDatasetError(f"{where or source}: no usable rows (each needs a non-empty problem and answer)")
     return out
 
 
@@ -109,7 +116,7 @@ def load_vendored(name: str, vendor_dir: str | Path) -> list[Record]:
     if not path.exists():
         known = ", ".join(BENCHMARKS + OFFLINE_TRAIN_SETS)
         raise FileNotFoundError(f"no vendored dataset '{name}' at {path}; vendored sets are: {known}")
-    return normalize(read_jsonl(path), name)
+    return normalize(read_jsonl(path), name, where=str(path))
 
 
 def load_hub(name: str) -> list[Record]:

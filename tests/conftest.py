@@ -1,0 +1,52 @@
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(config, items):
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def base_model(tmp_path_factory) -> Path:
+    """The real base model as a safetensors checkpoint (made once per session)."""
+    built = REPO / "models" / "base" / "model.safetensors"
+    if built.exists():
+        return built.parent
+    from rlvr.model import materialize
+
+    return materialize("smollm2", tmp_path_factory.mktemp("model") / "base")
+
+
+def copy_repo(dst: Path) -> Path:
+    """A fresh git+DVC checkout of the tracked files, for end-to-end runs."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for f in files:
+        src = REPO / f
+        if src.is_file() and not f.startswith(("reports/", "dvc.lock")):
+            (dst / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / f)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "init", "-q"], cwd=dst, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=dst, check=True)
+    subprocess.run(["git", "commit", "-qm", "init"], cwd=dst, check=True, env=env)
+    return dst
