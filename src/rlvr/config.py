@@ -118,6 +118,12 @@ def parse_params(raw: dict, source: str = "params") -> Params:
     if params is not None:
         params.extra = extra
         check_params(params, problems)
+        problems.extend(check_runs(params))
+        for name in extra.get("methods") or {}:
+            try:
+                method_config(params, name)
+            except ConfigError as e:
+                problems.extend(e.problems)
     if problems:
         raise ConfigError(problems, source)
     return params
@@ -227,3 +233,131 @@ def _unknown(where: str, name, valid) -> str:
     close = difflib.get_close_matches(str(name), list(valid), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     return f"'{where}' has unknown name '{name}'{hint}; valid: {', '.join(valid)}"
+
+
+# ---- training ----------------------------------------------------------------
+
+
+@dataclass
+class TrainParams:
+    """Shared by every method (`train:`); a method entry may override any key."""
+
+    steps: int = 8
+    questions_per_step: int = 8  # B
+    responses_per_question: int = 4  # n
+    mini_batch_questions: int = 4  # questions per optimizer step; B / this = updates per rollout step
+    micro_batch_questions: int = 2  # questions per loss call (all n responses of each)
+    epochs_per_step: int = 1
+    max_response_tokens: int = 96
+    temperature: float = 1.0
+    top_p: float = 1.0
+    lr: float = 1e-5
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    grad_clip: float = 1.0
+    zero_stage: int = 2
+    bf16: bool = True
+    gradient_checkpointing: bool = False
+    checkpoint_every: int = 2
+    max_bad_steps: int = 3  # consecutive non-finite updates before the run stops
+    seed: int = 0
+
+
+@dataclass
+class ObjectiveParams:
+    objective: str = "grpo"  # grpo | grpo_er | dr_grpo | dapo | disco | siren
+    clip_low: float = 0.2
+    clip_high: float = 0.2  # DAPO clip-higher: 0.28
+    dual_clip: float | None = None  # SIREN: 3.0 for negative advantages
+    adv_eps: float = 1e-6
+    kl_coef: float = 0.0  # GRPO's k3 KL to a frozen reference; 0 = no reference model
+    entropy_coef: float = 0.0  # grpo_er bonus / SIREN regularizer weight
+    score: str = "logl"  # DisCO: logl | lratio
+    form: str = "dro"  # DisCO: dro | basic
+    tau: float = 10.0  # DisCO DRO temperature
+    delta: float = 1e-4  # DisCO KL bound
+    beta: float = 1e3  # DisCO squared-hinge weight
+    kl_estimator: str = "kl"  # DisCO: kl | low_var_kl
+    entropy_top_p: float = 0.8  # SIREN nucleus
+    entropy_top_k: int = 10000
+    peak_quantile: float = 0.8  # SIREN peak-entropy mask
+    dynamic_sampling: bool = False  # DAPO: drop all-equal groups, refill from new questions
+    dynamic_sampling_rounds: int = 3  # extra rollout rounds at most per step
+    overlong_buffer: int = 0  # DAPO soft overlong punishment (0 = off)
+
+
+@dataclass
+class MethodConfig:
+    name: str
+    train: TrainParams
+    objective: ObjectiveParams
+
+
+GROUP_OBJECTIVES = ("grpo", "grpo_er", "dr_grpo", "dapo", "disco", "siren")
+
+
+def method_config(params: Params, name: str) -> MethodConfig:
+    """`train:` defaults merged with `methods.<name>` overrides, validated."""
+    methods = params.extra.get("methods") or {}
+    problems: list[str] = []
+    if name not in methods:
+        problems.append(_unknown("methods", name, list(methods)) if methods else "params.yaml has no 'methods:'")
+        raise ConfigError(problems)
+    train_raw = dict(params.extra.get("train") or {})
+    entry = dict(methods[name] or {})
+    train_keys = {f.name for f in dataclasses.fields(TrainParams)}
+    obj_keys = {f.name for f in dataclasses.fields(ObjectiveParams)}
+    for key in list(entry):
+        if key in train_keys:
+            train_raw[key] = entry.pop(key)
+        elif key not in obj_keys:
+            close = difflib.get_close_matches(key, sorted(train_keys | obj_keys), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            problems.append(f"unknown key 'methods.{name}.{key}'{hint}")
+            entry.pop(key)
+    train = build(TrainParams, train_raw, "train.", problems) or TrainParams()
+    obj = build(ObjectiveParams, entry, f"methods.{name}.", problems) or ObjectiveParams()
+    check_method(name, train, obj, params, problems)
+    if problems:
+        raise ConfigError(problems)
+    return MethodConfig(name, train, obj)
+
+
+def check_method(name: str, t: TrainParams, o: ObjectiveParams, params: Params, problems: list[str]) -> None:
+    from rlvr.objectives import OBJECTIVES
+
+    where = f"methods.{name}"
+    if o.objective not in OBJECTIVES:
+        problems.append(_unknown(f"{where}.objective", o.objective, list(OBJECTIVES)))
+    if o.objective in GROUP_OBJECTIVES and t.responses_per_question < 2:
+        problems.append(f"'{where}': {o.objective} compares responses within a group; "
+                        f"responses_per_question must be >= 2, got {t.responses_per_question}")
+    if t.mini_batch_questions < 1 or t.questions_per_step % max(t.mini_batch_questions, 1):
+        problems.append(f"'train.mini_batch_questions' ({t.mini_batch_questions}) must divide "
+                        f"'train.questions_per_step' ({t.questions_per_step})")
+    if t.micro_batch_questions < 1 or t.mini_batch_questions % max(t.micro_batch_questions, 1):
+        problems.append(f"'train.micro_batch_questions' ({t.micro_batch_questions}) must divide "
+                        f"'train.mini_batch_questions' ({t.mini_batch_questions})")
+    if t.max_response_tokens >= params.engine.max_model_len:
+        problems.append(f"'train.max_response_tokens' ({t.max_response_tokens}) must be below "
+                        f"'engine.max_model_len' ({params.engine.max_model_len}), which must hold the prompt too")
+    if t.steps < 1:
+        problems.append(f"'train.steps' must be >= 1, got {t.steps}")
+    if t.checkpoint_every < 1:
+        problems.append(f"'train.checkpoint_every' must be >= 1, got {t.checkpoint_every}")
+    if t.zero_stage not in (0, 1, 2, 3):
+        problems.append(f"'train.zero_stage' must be 0, 1, 2 or 3, got {t.zero_stage}")
+    for key, valid in (("score", ("logl", "lratio")), ("form", ("dro", "basic")), ("kl_estimator", ("kl", "low_var_kl"))):
+        if getattr(o, key) not in valid:
+            problems.append(_unknown(f"{where}.{key}", getattr(o, key), valid))
+    if o.tau <= 0:
+        problems.append(f"'{where}.tau' must be > 0")
+    if o.overlong_buffer >= t.max_response_tokens:
+        problems.append(f"'{where}.overlong_buffer' must be below train.max_response_tokens")
+
+
+def check_runs(params: Params) -> list[str]:
+    """eval_runs must name 'base' or a method."""
+    methods = list(params.extra.get("methods") or {})
+    valid = ["base", *methods]
+    return [_unknown("eval_runs", r, valid) for r in params.extra.get("eval_runs", ["base"]) if r not in valid]

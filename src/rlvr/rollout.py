@@ -21,6 +21,7 @@ class Completion:
     text: str
     token_ids: list[int]
     truncated: bool  # stopped by max_tokens rather than end-of-sequence
+    prompt_token_ids: list[int] | None = None  # exactly what the engine conditioned on
 
 
 def _configure_env(kv_cache_gib: float) -> None:
@@ -64,7 +65,8 @@ class RolloutEngine:
         sp = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
         outputs = self.llm.generate(prompts, sp, use_tqdm=progress)
         return [
-            [Completion(o.text, list(o.token_ids), o.finish_reason == "length") for o in out.outputs]
+            [Completion(o.text, list(o.token_ids), o.finish_reason == "length", list(out.prompt_token_ids))
+             for o in out.outputs]
             for out in outputs
         ]
 

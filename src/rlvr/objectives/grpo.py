@@ -1,0 +1,77 @@
+"""The GRPO family: GRPO, GRPO with an entropy bonus, Dr. GRPO, DAPO."""
+
+from __future__ import annotations
+
+import torch
+
+from rlvr.objectives.base import (
+    LossOutput,
+    PolicyBatch,
+    clipped_policy_loss,
+    group_advantages,
+    k3_kl,
+    masked_sum,
+    seq_mean_then_mean,
+    token_mean,
+)
+
+
+def _stats(batch: PolicyBatch, clipped: torch.Tensor) -> dict[str, float]:
+    return {"clip_frac": token_mean(clipped.float(), batch.mask).item()}
+
+
+def grpo(batch: PolicyBatch, hp) -> LossOutput:
+    """Group-normalized advantages, PPO clip, sequence-mean then batch-mean,
+    optional k3 KL to a frozen reference (kl_coef)."""
+    adv = group_advantages(batch.rewards, batch.group_size, scale=True, eps=hp.adv_eps)
+    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high)
+    loss = seq_mean_then_mean(per_token, batch.mask)
+    metrics = _stats(batch, clipped)
+    if hp.kl_coef > 0:
+        if batch.ref_logp is None:
+            raise ValueError("grpo with kl_coef > 0 needs reference log-probs (ref_logp)")
+        kl = seq_mean_then_mean(k3_kl(batch.logp, batch.ref_logp), batch.mask)
+        loss = loss + hp.kl_coef * kl
+        metrics["kl_ref"] = kl.item()
+    return LossOutput(loss, metrics)
+
+
+def grpo_er(batch: PolicyBatch, hp) -> LossOutput:
+    """GRPO minus entropy_coef * mean token entropy (full vocabulary)."""
+    if batch.entropy is None:
+        raise ValueError("grpo_er needs the full-vocabulary token entropy (entropy)")
+    out = grpo(batch, hp)
+    ent = token_mean(batch.entropy, batch.mask)
+    out.loss = out.loss - hp.entropy_coef * ent
+    out.metrics["entropy_bonus"] = ent.item()
+    return out
+
+
+def dr_grpo(batch: PolicyBatch, hp) -> LossOutput:
+    """Advantages without the std division; token losses summed and divided by
+    the constant (number of responses * max response length). No KL."""
+    if batch.max_response_len <= 0:
+        raise ValueError("dr_grpo needs max_response_len > 0")
+    adv = group_advantages(batch.rewards, batch.group_size, scale=False)
+    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high)
+    n_seq = batch.rewards.numel()
+    loss = masked_sum(per_token, batch.mask) / (n_seq * batch.max_response_len)
+    return LossOutput(loss, _stats(batch, clipped))
+
+
+def dapo(batch: PolicyBatch, hp) -> LossOutput:
+    """Clip-higher (1 - clip_low, 1 + clip_high), token-level aggregation, no KL.
+    Dynamic sampling and overlong shaping act on the rollouts (trainer/rewards)."""
+    adv = group_advantages(batch.rewards, batch.group_size, scale=True, eps=hp.adv_eps)
+    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high)
+    return LossOutput(token_mean(per_token, batch.mask), _stats(batch, clipped))
+
+
+def overlong_penalty(lengths: torch.Tensor, max_len: int, buffer: int) -> torch.Tensor:
+    """DAPO's soft overlong punishment, added to the reward:
+    0 up to max_len - buffer, then falling linearly to -1 at max_len, -1 beyond."""
+    lengths = lengths.float()
+    start = max_len - buffer
+    penalty = (start - lengths) / max(buffer, 1)
+    penalty = torch.where(lengths <= start, torch.zeros_like(lengths), penalty)
+    return torch.where(lengths > max_len, -torch.ones_like(lengths), penalty)

@@ -1,0 +1,72 @@
+"""SIREN: Selective Entropy Regularization (arXiv 2509.25133).
+
+A Dr. GRPO-style policy loss plus entropy_coef * (agg(H, M) - H_anchor)^2,
+where H is the entropy of the top-p nucleus (where to explore in the
+vocabulary), M keeps each response's peak-entropy tokens (where in the
+sequence), and H_anchor is the initial policy's value (how much).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rlvr.objectives.base import LossOutput, PolicyBatch, clipped_policy_loss, group_advantages, token_mean
+
+
+def topp_entropy(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 0.8, top_k: int = 10000
+                 ) -> torch.Tensor:
+    """Entropy of the renormalized nucleus, per position ([..., V] -> [...]).
+
+    The nucleus S holds the tokens whose inclusive cumulative mass (sorted,
+    top_k at most) is strictly below top_p: the token that crosses top_p is
+    not in S. |S| <= 1 gives 0. S is chosen without gradient; the gradient
+    flows through the renormalized probabilities q.
+    """
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    top, _ = torch.topk(probs, min(top_k, probs.shape[-1]), dim=-1)  # sorted, descending
+    with torch.no_grad():
+        keep = (torch.cumsum(top, dim=-1) < top_p).float()
+    kept = top * keep
+    q = kept / kept.sum(-1, keepdim=True).clamp(min=1e-12)
+    h = -(q * torch.log(q.clamp(min=1e-12))).sum(-1)
+    return torch.where(keep.sum(-1) > 1, h, torch.zeros_like(h))
+
+
+def peak_entropy_mask(h: torch.Tensor, mask: torch.Tensor, quantile: float = 0.8) -> torch.Tensor:
+    """M_it = H_it > tau_i, tau_i the `quantile` (linear) of H over response i's real tokens."""
+    out = torch.zeros_like(mask)
+    hd = h.detach()
+    for i in range(h.shape[0]):
+        real = mask[i] > 0
+        if real.any():
+            tau = torch.quantile(hd[i][real].float(), quantile)
+            out[i] = ((hd[i] > tau) & real).float()
+    return out
+
+
+def aggregate(h: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """Mean over responses of the masked-mean entropy; a response with no kept token counts 0."""
+    per_seq = (h * m).sum(-1) / m.sum(-1).clamp(min=1)
+    return per_seq.mean()
+
+
+def anchor_value(h: torch.Tensor, mask: torch.Tensor, quantile: float = 0.8) -> float:
+    """H_anchor from the initial policy's rollouts (a constant, no gradient)."""
+    with torch.no_grad():
+        return aggregate(h, peak_entropy_mask(h, mask, quantile)).item()
+
+
+def siren(batch: PolicyBatch, hp) -> LossOutput:
+    if batch.topp_entropy is None or batch.entropy_anchor is None:
+        raise ValueError("siren needs the top-p entropy (topp_entropy) and the anchor (entropy_anchor)")
+    adv = group_advantages(batch.rewards, batch.group_size, scale=False)
+    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
+                                             dual_clip=hp.dual_clip)
+    policy = token_mean(per_token, batch.mask)
+    m = peak_entropy_mask(batch.topp_entropy, batch.mask, hp.peak_quantile)
+    agg = aggregate(batch.topp_entropy, m)
+    reg = (agg - batch.entropy_anchor) ** 2
+    return LossOutput(policy + hp.entropy_coef * reg, {
+        "clip_frac": token_mean(clipped.float(), batch.mask).item(),
+        "siren_entropy": agg.item(), "siren_reg": reg.item(),
+    })
