@@ -50,3 +50,23 @@ def copy_repo(dst: Path) -> Path:
     subprocess.run(["git", "add", "-A"], cwd=dst, check=True)
     subprocess.run(["git", "commit", "-qm", "init"], cwd=dst, check=True, env=env)
     return dst
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory, base_model) -> Path:
+    """A 2-layer random Llama with SmolLM2's tokenizer: the real vLLM/DeepSpeed
+    code paths in seconds instead of minutes."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    out = tmp_path_factory.mktemp("tiny") / "model"
+    tok = AutoTokenizer.from_pretrained(base_model)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
+                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                      pad_token_id=tok.pad_token_id)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(cfg).to(torch.bfloat16)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+    return out

@@ -64,7 +64,9 @@ def group_advantages(rewards: torch.Tensor, n: int, scale: bool = True, eps: flo
     g = rewards.float().view(-1, n)
     centered = g - g.mean(dim=1, keepdim=True)
     if scale:
-        centered = centered / (g.std(dim=1, keepdim=True) + eps)
+        std = g.std(dim=1, keepdim=True)
+        # an all-equal group is 0 / 0: define it as 0 whatever eps is
+        centered = torch.where(std > 0, centered / (std + eps), torch.zeros_like(centered))
     return centered.reshape(-1)
 
 

@@ -1,0 +1,260 @@
+"""Every objective against values computed by hand on tiny tensors."""
+
+import math
+
+import pytest
+import torch
+
+from rlvr.config import ObjectiveParams
+from rlvr.objectives import OBJECTIVES, PolicyBatch
+from rlvr.objectives.base import group_advantages, policy_kl, seq_mean, token_mean, zero_variance_share
+from rlvr.objectives.disco import disco, scores
+from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er, overlong_penalty
+from rlvr.objectives.siren import aggregate, anchor_value, peak_entropy_mask, siren, topp_entropy
+
+A = 1 / math.sqrt(2)  # |advantage| of rewards [1, 0] with the sample std
+
+
+def two_response_batch(**kw) -> PolicyBatch:
+    """One group, n=2, rewards [1, 0]. Ratios: response 0 -> [1.5, 0.9],
+    response 1 -> [0.5, <pad>]; the padded token has a wild value that must not matter."""
+    old = torch.zeros(2, 2)
+    logp = torch.tensor([[math.log(1.5), math.log(0.9)], [math.log(0.5), 7.0]], requires_grad=True)
+    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
+    return PolicyBatch(logp=logp, old_logp=old, mask=mask, rewards=torch.tensor([1.0, 0.0]), group_size=2,
+                       max_response_len=4, **kw)
+
+
+def hp(**kw) -> ObjectiveParams:
+    return ObjectiveParams(adv_eps=0.0, **kw)
+
+
+def test_group_advantages_hand_values():
+    adv = group_advantages(torch.tensor([1.0, 0, 0, 0]), 4, eps=0.0)
+    # mean 0.25, sample std 0.5
+    assert torch.allclose(adv, torch.tensor([1.5, -0.5, -0.5, -0.5]))
+    assert torch.allclose(group_advantages(torch.tensor([1.0, 0, 0, 0]), 4, scale=False),
+                          torch.tensor([0.75, -0.25, -0.25, -0.25]))
+
+
+@pytest.mark.parametrize("rewards", [[1.0, 1, 1, 1], [0.0, 0, 0, 0]])
+def test_all_equal_group_has_zero_advantage_and_no_gradient(rewards):
+    assert torch.equal(group_advantages(torch.tensor(rewards), 4), torch.zeros(4))
+    logp = torch.randn(4, 3, requires_grad=True)
+    batch = PolicyBatch(logp=logp, old_logp=logp.detach() + 0.1, mask=torch.ones(4, 3),
+                        rewards=torch.tensor(rewards), group_size=4, max_response_len=3)
+    for fn in (grpo, dr_grpo, dapo):
+        out = fn(batch, hp())
+        assert out.loss.item() == pytest.approx(0.0)
+        (g,) = torch.autograd.grad(out.loss, logp)
+        assert torch.count_nonzero(g) == 0
+
+
+def test_grpo_hand_value():
+    out = grpo(two_response_batch(), hp(clip_low=0.2, clip_high=0.2))
+    # response 0 (A=+a): tokens -1.2a (clipped at 1.2), -0.9a -> mean -1.05a
+    # response 1 (A=-a): ratio 0.5 clipped to 0.8 -> +0.8a; the padded token ignored
+    assert out.loss.item() == pytest.approx((-1.05 * A + 0.8 * A) / 2, rel=1e-5)
+    assert out.metrics["clip_frac"] == pytest.approx(2 / 3)
+
+
+def test_grpo_k3_kl_to_reference():
+    b = two_response_batch(ref_logp=torch.zeros(2, 2))
+    base = grpo(two_response_batch(), hp()).loss.item()
+    out = grpo(b, hp(kl_coef=0.1))
+    # k3(logp, ref=0) = exp(-logp) + logp - 1 per token, then sequence-mean, then mean
+    k = lambda r: 1 / r + math.log(r) - 1  # noqa: E731
+    kl = ((k(1.5) + k(0.9)) / 2 + k(0.5)) / 2
+    assert out.metrics["kl_ref"] == pytest.approx(kl, rel=1e-5)
+    assert out.loss.item() == pytest.approx(base + 0.1 * kl, rel=1e-5)
+
+
+def test_grpo_er_subtracts_entropy_bonus():
+    ent = torch.tensor([[1.0, 2.0], [3.0, 100.0]])  # the padded 100 must not count
+    out = grpo_er(two_response_batch(entropy=ent), hp(entropy_coef=0.01))
+    assert out.loss.item() == pytest.approx((-1.05 * A + 0.8 * A) / 2 - 0.01 * 2.0, rel=1e-5)
+
+
+def test_dr_grpo_hand_value():
+    out = dr_grpo(two_response_batch(), hp())
+    # A = [0.5, -0.5]; token sum: -1.2*0.5 - 0.9*0.5 + 0.8*0.5 = -0.65; / (2 responses * 4)
+    assert out.loss.item() == pytest.approx(-0.65 / 8, rel=1e-5)
+
+
+def test_dapo_clip_higher_token_level():
+    out = dapo(two_response_batch(), hp(clip_low=0.2, clip_high=0.28))
+    # -1.28a - 0.9a + 0.8a over 3 real tokens
+    assert out.loss.item() == pytest.approx((-1.28 - 0.9 + 0.8) * A / 3, rel=1e-5)
+
+
+def test_one_token_responses():
+    logp = torch.tensor([[math.log(1.1)], [math.log(1.1)]], requires_grad=True)
+    b = PolicyBatch(logp=logp, old_logp=torch.zeros(2, 1), mask=torch.ones(2, 1), rewards=torch.tensor([1.0, 0.0]),
+                    group_size=2, max_response_len=1)
+    # -1.1a + 1.1a = 0 for grpo; disco basic: s = log 1.1 for both -> J = 0
+    assert grpo(b, hp()).loss.item() == pytest.approx(0.0, abs=1e-6)
+    assert disco(b, hp(form="basic")).loss.item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_empty_response_mask_gives_no_nan():
+    b = PolicyBatch(logp=torch.zeros(2, 3, requires_grad=True), old_logp=torch.zeros(2, 3),
+                    mask=torch.tensor([[1.0, 1, 0], [0, 0, 0]]), rewards=torch.tensor([1.0, 0.0]), group_size=2,
+                    max_response_len=3)
+    for name, fn in OBJECTIVES.items():
+        if name in ("grpo_er", "siren"):
+            continue
+        assert torch.isfinite(fn(b, hp()).loss), name
+    assert seq_mean(torch.ones(2, 3), b.mask).tolist() == [1.0, 0.0]
+    assert token_mean(torch.ones(1, 2), torch.zeros(1, 2)).item() == 0.0
+
+
+def test_overlong_penalty():
+    got = overlong_penalty(torch.tensor([5, 6, 8, 10, 11]), max_len=10, buffer=4)
+    assert got.tolist() == [0.0, 0.0, -0.5, -1.0, -1.0]
+
+
+def disco_batch(old_shift=0.0):
+    """Two questions, n=3. Q1 rewards [1,0,0]; Q2 all correct (skipped, still counted in B)."""
+    logp = torch.tensor([[-1.0, -3.0], [-1.0, 0.0], [-5.0, -3.0],
+                         [-1.0, -1.0], [-2.0, -2.0], [-3.0, -3.0]], requires_grad=True)
+    mask = torch.tensor([[1.0, 1], [1, 0], [1, 1], [1, 1], [1, 1], [1, 1]])
+    return PolicyBatch(logp=logp, old_logp=logp.detach() + old_shift, mask=mask,
+                       rewards=torch.tensor([1.0, 0, 0, 1, 1, 1]), group_size=3)
+
+
+def test_disco_scores():
+    b = disco_batch()
+    assert scores(b, "logl").tolist()[:3] == [-2.0, -1.0, -4.0]
+    assert scores(b, "lratio").tolist() == [1.0] * 6  # logp == old_logp
+
+
+def test_disco_basic_hand_value():
+    out = disco(disco_batch(), hp(score="logl", form="basic"))
+    # J1 = -2 - mean(-1, -4) = 0.5; J2 = 0 (no negatives); B = 2; KL = 0
+    assert out.loss.item() == pytest.approx(-0.25)
+
+
+@pytest.mark.parametrize("tau", [1.0, 10.0])
+def test_disco_dro_hand_value(tau):
+    out = disco(disco_batch(), hp(score="logl", form="dro", tau=tau))
+    j1 = -2 - tau * math.log((math.exp(-1 / tau) + math.exp(-4 / tau)) / 2)
+    assert out.loss.item() == pytest.approx(-j1 / 2, rel=1e-5)
+
+
+def test_disco_dro_tends_to_basic_for_large_tau():
+    basic = disco(disco_batch(), hp(form="basic")).loss.item()
+    assert disco(disco_batch(), hp(form="dro", tau=1e4)).loss.item() == pytest.approx(basic, abs=1e-3)
+    assert disco(disco_batch(), hp(form="dro", tau=0.5)).loss.item() > basic  # softmax over negatives is harsher
+
+
+def test_disco_dro_is_stable_for_extreme_scores():
+    b = disco_batch()
+    b.logp = b.logp * 1000
+    assert torch.isfinite(disco(b, hp(form="dro", tau=1.0)).loss)
+
+
+def test_disco_squared_hinge_penalty_value_and_gradient():
+    d, delta, beta = 0.01, 1e-4, 1000.0
+    b = disco_batch(old_shift=d)  # KL = mean(old - logp) = d
+    out = disco(b, hp(form="basic", delta=delta, beta=beta))
+    assert out.metrics["kl_penalty"] == pytest.approx(0.5 * beta * (d - delta) ** 2, rel=1e-5)
+    (g,) = torch.autograd.grad(out.loss, b.logp)
+    # d penalty / d logp_it = beta * (KL - delta) * (-1 / number of real tokens) on every real token
+    b2 = disco_batch(old_shift=d)
+    (g_nopen,) = torch.autograd.grad(disco(b2, hp(form="basic", beta=0.0)).loss, b2.logp)
+    expected = -beta * (d - delta) / b.mask.sum() * b.mask
+    assert torch.allclose(g - g_nopen, expected, atol=1e-5)
+
+
+def test_disco_inside_trust_region_has_no_penalty():
+    out = disco(disco_batch(old_shift=5e-5), hp(form="basic", delta=1e-4))
+    assert out.metrics["kl_penalty"] == 0.0 and out.metrics["kl_active"] == 0.0
+
+
+def test_disco_lratio_uses_ratios():
+    b = disco_batch()
+    b.old_logp = b.logp.detach() - math.log(2.0)  # every ratio 2 -> every score 2
+    out = disco(b, hp(score="lratio", form="basic", beta=0.0))
+    assert out.metrics["disco_j"] == pytest.approx(0.0)
+
+
+def test_policy_kl_estimators():
+    logp, old, mask = torch.tensor([[0.0, math.log(2.0)]]), torch.zeros(1, 2), torch.ones(1, 2)
+    assert policy_kl(logp, old, mask, "kl").item() == pytest.approx(-math.log(2.0) / 2)
+    assert policy_kl(logp, old, mask, "low_var_kl").item() == pytest.approx((1 - math.log(2.0)) / 2)
+
+
+def test_zero_variance_share():
+    assert zero_variance_share(torch.tensor([1.0, 1, 0, 1, 0, 0]), 2) == pytest.approx(2 / 3)
+
+
+def logits_of(probs):
+    return torch.log(torch.tensor(probs))
+
+
+def test_topp_entropy_nucleus_excludes_crossing_token():
+    h = topp_entropy(logits_of([0.5, 0.2, 0.2, 0.1]), top_p=0.8)
+    # cumulative 0.5, 0.7 < 0.8 kept; 0.9 crosses -> S = {0.5, 0.2}
+    q = torch.tensor([5 / 7, 2 / 7])
+    assert h.item() == pytest.approx(-(q * q.log()).sum().item(), rel=1e-5)
+
+
+def test_topp_entropy_single_or_empty_nucleus_is_zero():
+    assert topp_entropy(logits_of([0.6, 0.3, 0.1]), top_p=0.8).item() == 0.0  # |S| = 1
+    assert topp_entropy(logits_of([0.85, 0.1, 0.05]), top_p=0.8).item() == 0.0  # |S| = 0
+
+
+def test_topp_entropy_temperature_and_top_k():
+    logits = torch.randn(3, 50)
+    assert torch.allclose(topp_entropy(logits, temperature=2.0), topp_entropy(logits / 2.0))
+    # top_k smaller than the nucleus cuts it
+    flat = torch.zeros(1, 10)  # uniform: nucleus of 7 tokens at top_p 0.8
+    assert topp_entropy(flat, top_p=0.8).item() == pytest.approx(math.log(7), rel=1e-5)
+    assert topp_entropy(flat, top_p=0.8, top_k=3).item() == pytest.approx(math.log(3), rel=1e-5)
+
+
+def test_topp_entropy_gradient_flows_through_q():
+    logits = torch.tensor([[2.0, 1.5, 1.0, -3.0]], requires_grad=True)
+    topp_entropy(logits, top_p=0.95).sum().backward()
+    assert logits.grad.abs().sum() > 0
+
+
+def test_peak_entropy_mask_and_aggregate():
+    h = torch.tensor([[1.0, 2, 3, 4, 5], [1.0, 2, 3, 4, 9]])
+    mask = torch.tensor([[1.0, 1, 1, 1, 1], [1, 1, 1, 1, 0]])
+    m = peak_entropy_mask(h, mask, 0.8)
+    # row 0: quantile 4.2 -> keeps 5; row 1 (4 real): quantile 3.4 -> keeps 4, never the padded 9
+    assert m.tolist() == [[0, 0, 0, 0, 1], [0, 0, 0, 1, 0]]
+    assert aggregate(h, m).item() == pytest.approx((5 + 4) / 2)
+    # a response with no kept token (constant entropy) counts 0
+    flat = torch.tensor([[2.0, 2.0], [1.0, 3.0]])
+    mflat = peak_entropy_mask(flat, torch.ones(2, 2), 0.8)
+    assert mflat.tolist() == [[0, 0], [0, 1]]
+    assert anchor_value(flat, torch.ones(2, 2)) == pytest.approx((0 + 3) / 2)
+
+
+def test_siren_loss_hand_value_with_dual_clip():
+    # n=2, rewards [1, 0]: Dr. GRPO advantages [0.5, -0.5]
+    logp = torch.tensor([[math.log(1.0)], [math.log(5.0)]], requires_grad=True)
+    h = torch.tensor([[1.0], [3.0]])
+    b = PolicyBatch(logp=logp, old_logp=torch.zeros(2, 1), mask=torch.ones(2, 1), rewards=torch.tensor([1.0, 0.0]),
+                    group_size=2, topp_entropy=h, entropy_anchor=0.5)
+    out = siren(b, hp(clip_low=0.2, clip_high=0.2, dual_clip=3.0, entropy_coef=0.005))
+    # response 0: -1 * 0.5; response 1: max(5*0.5, 1.2*0.5) = 2.5 capped by dual clip at 3*0.5 = 1.5
+    policy = (-0.5 + 1.5) / 2
+    # single-token responses: quantile = the value, strict '>' keeps nothing -> agg 0
+    reg = (0.0 - 0.5) ** 2
+    assert out.loss.item() == pytest.approx(policy + 0.005 * reg, rel=1e-5)
+
+
+def test_every_objective_registered_and_differentiable():
+    torch.manual_seed(0)
+    logp = torch.randn(4, 3, requires_grad=True)
+    b = PolicyBatch(logp=logp, old_logp=logp.detach() + 0.05 * torch.randn(4, 3), mask=torch.ones(4, 3),
+                    rewards=torch.tensor([1.0, 0, 0, 1]), group_size=2, max_response_len=3,
+                    entropy=torch.rand(4, 3, requires_grad=True),
+                    topp_entropy=torch.rand(4, 3, requires_grad=True), entropy_anchor=0.3)
+    assert set(OBJECTIVES) == {"grpo", "grpo_er", "dr_grpo", "dapo", "disco", "siren"}
+    for name, fn in OBJECTIVES.items():
+        (g,) = torch.autograd.grad(fn(b, hp(entropy_coef=0.01)).loss, logp, retain_graph=True)
+        assert torch.isfinite(g).all() and g.abs().sum() > 0, name

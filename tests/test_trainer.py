@@ -1,0 +1,191 @@
+"""The RL loop through the real vLLM engine and DeepSpeed, on a tiny model."""
+
+import copy
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, copy_repo
+from rlvr.config import ConfigError, load_params, method_config, parse_params
+
+pytestmark = pytest.mark.slow
+
+TINY_TRAIN = {"steps": 2, "questions_per_step": 2, "responses_per_question": 2, "mini_batch_questions": 2,
+              "micro_batch_questions": 1, "max_response_tokens": 16, "checkpoint_every": 1, "lr": 1e-4}
+
+ALL_METHODS = {
+    "grpo": {"objective": "grpo", "kl_coef": 0.01},
+    "grpo_er": {"objective": "grpo_er", "entropy_coef": 0.01},
+    "dr_grpo": {"objective": "dr_grpo"},
+    "dapo": {"objective": "dapo", "clip_high": 0.28, "dynamic_sampling": True, "dynamic_sampling_rounds": 1,
+             "overlong_buffer": 4},
+    "disco_logl": {"objective": "disco", "score": "logl", "form": "dro", "tau": 10.0},
+    "disco_lratio": {"objective": "disco", "score": "lratio", "form": "dro", "tau": 1.0},
+    "discob_logl": {"objective": "disco", "score": "logl", "form": "basic"},
+    "discob_lratio": {"objective": "disco", "score": "lratio", "form": "basic"},
+    "siren": {"objective": "siren", "dual_clip": 3.0, "entropy_coef": 0.005},
+}
+
+
+def tiny_params(tmp_path: Path, methods=None):
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    raw["data"].update({"out_dir": str(tmp_path / "data"), "vendor_dir": str(REPO / "data/vendor")})
+    raw["data"]["arithmetic"].update({"levels": [1, 2], "n_train": 40, "n_test_per_level": 2})
+    raw["engine"].update({"kv_cache_gib": 1, "max_model_len": 512})
+    raw["train"].update(TINY_TRAIN)
+    raw["methods"] = methods or ALL_METHODS
+    raw["eval_runs"] = ["base"]
+    return raw
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, tiny_model):
+    from rlvr.data.prepare import prepare
+    from rlvr.rollout import RolloutEngine
+
+    tmp = tmp_path_factory.mktemp("train")
+    params = parse_params(tiny_params(tmp))
+    prepare(params.data)
+    engine = RolloutEngine(str(tiny_model), max_model_len=512, kv_cache_gib=1, seed=0)
+    yield params, engine, tmp
+
+
+@pytest.mark.parametrize("name", list(ALL_METHODS))
+def test_two_steps_of_every_method(setup, tiny_model, name):
+    from rlvr.trainer import Trainer
+
+    params, engine, tmp = setup
+    method = method_config(params, name)
+    trainer = Trainer(params, method, str(tiny_model), tmp / "runs" / name, tmp / "models" / name, engine=engine)
+    rows = trainer.train()
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:
+        for key in ("reward_mean", "entropy", "topp_entropy", "kl", "clip_frac", "zero_variance_groups",
+                    "response_length", "truncation_rate", "time_rollout", "time_update", "time_weight_push",
+                    "train_tokens_per_s"):
+            assert key in r and r[key] == r[key], key  # present and not NaN
+        assert r["entropy"] > 0 and r["time_update"] > 0
+    assert (tmp / "models" / name / "model.safetensors").exists()
+    state = json.loads((tmp / "runs" / name / "checkpoint" / "trainer_state.json").read_text())
+    assert state["step"] == 2 and state["data_position"] >= 4
+    if name == "siren":
+        assert state["entropy_anchor"] is not None and state["entropy_anchor"] >= 0
+    with open(tmp / "runs" / name / "steps.csv") as f:
+        assert [int(r["step"]) for r in csv.DictReader(f)] == [1, 2]
+
+
+def test_training_changes_the_rollout_weights(setup, tiny_model):
+    """The weight push really lands in vLLM: greedy output differs after a push of perturbed weights."""
+    import torch
+    from safetensors.torch import load_file
+
+    _, engine, _ = setup
+    weights = load_file(str(tiny_model / "model.safetensors"))
+    prompt = ["Compute 1 + 1."]
+    engine.load_weights(weights.items())
+    before = engine.generate(prompt, n=1, temperature=0.0, top_p=1.0, max_tokens=8, progress=False)[0][0].token_ids
+    torch.manual_seed(1)
+    noisy = {k: v + 0.5 * torch.randn_like(v.float()).to(v.dtype) for k, v in weights.items()}
+    engine.load_weights(noisy.items())
+    after = engine.generate(prompt, n=1, temperature=0.0, top_p=1.0, max_tokens=8, progress=False)[0][0].token_ids
+    engine.load_weights(weights.items())
+    again = engine.generate(prompt, n=1, temperature=0.0, top_p=1.0, max_tokens=8, progress=False)[0][0].token_ids
+    assert before != after and before == again
+
+
+def test_same_seed_same_first_step(tmp_path, tiny_model, setup):
+    from rlvr.rollout import RolloutEngine
+    from rlvr.trainer import Trainer
+
+    params, _, _ = setup
+    method = method_config(params, "grpo")
+    method.train.steps = 1
+    firsts = []
+    for i in range(2):
+        engine = RolloutEngine(str(tiny_model), max_model_len=512, kv_cache_gib=1, seed=0)
+        tr = Trainer(params, method, str(tiny_model), tmp_path / f"r{i}", tmp_path / f"m{i}", engine=engine)
+        firsts.append(tr.train()[0])
+        del engine, tr
+    keys = ("reward_mean", "response_length", "entropy", "loss", "kl")
+    assert {k: firsts[0][k] for k in keys} == pytest.approx({k: firsts[1][k] for k in keys}, rel=1e-4, abs=1e-6)
+
+
+def test_method_config_errors(setup):
+    params, _, _ = setup
+    raw = tiny_params(Path("/tmp"))
+    bad = copy.deepcopy(raw)
+    bad["train"]["responses_per_question"] = 1
+    bad["train"]["mini_batch_questions"] = 3
+    bad["train"]["max_response_tokens"] = 4096
+    bad["methods"]["grpo"]["objectve"] = "grpo"
+    bad["methods"]["disco_logl"]["form"] = "droo"
+    bad["eval_runs"] = ["base", "grpoo"]
+    with pytest.raises(ConfigError) as e:
+        parse_params(bad)
+    msg = str(e.value)
+    for needle in ("responses_per_question must be >= 2", "must divide 'train.questions_per_step'",
+                   "must be below 'engine.max_model_len'", "did you mean 'objective'", "did you mean 'dro'",
+                   "'eval_runs' has unknown name 'grpoo' (did you mean 'grpo'?)"):
+        assert needle in msg, needle
+    with pytest.raises(ConfigError, match="did you mean 'disco_logl'"):
+        method_config(params, "disco_log")
+
+
+def _steps(path: Path) -> list[int]:
+    if not path.exists():
+        return []
+    with open(path) as f:
+        return [int(r["step"]) for r in csv.DictReader(f)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killed_run_resumes_at_next_step(tmp_path, tiny_model, sig):
+    root = copy_repo(tmp_path / "repo")
+    raw = tiny_params(root, {"grpo": ALL_METHODS["grpo"]})
+    raw["data"]["out_dir"] = "data/prepared"
+    raw["train"]["steps"] = 4
+    (root / "params.yaml").write_text(yaml.safe_dump(raw))
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlflow.db"}
+    subprocess.run([sys.executable, "stages/prepare_data.py"], cwd=root, check=True, env=env, capture_output=True)
+    cmd = [sys.executable, "stages/train.py", "--method", "grpo", "--model", str(tiny_model)]
+    steps_file, state_file = root / "runs/grpo/steps.csv", root / "runs/grpo/checkpoint/trainer_state.json"
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        if state_file.exists() and json.loads(state_file.read_text())["step"] >= 2:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.stdout.read()[-3000:]
+    proc.send_signal(sig)
+    out = proc.communicate(timeout=300)[0]
+    killed_at = json.loads(state_file.read_text())["step"]
+    assert 2 <= killed_at < 4
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 3 and "stopped by signal" in out
+    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"resumed from step {killed_at}" in done.stdout
+    assert _steps(steps_file) == [1, 2, 3, 4]
+    assert json.loads(state_file.read_text())["step"] == 4
+
+
+def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
+    from rlvr.trainer import Trainer
+
+    params, engine, _ = setup
+    method = method_config(params, "dr_grpo")
+    method.train.steps = 1
+    Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", engine=engine).train()
+    method.train.lr = 5e-5
+    method.train.steps = 2
+    tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", engine=engine)
+    rows = tr.train()
+    assert [r["step"] for r in rows] == [1, 2]  # not resumed from step 1
