@@ -4,6 +4,7 @@ import copy
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -101,21 +102,20 @@ def test_training_changes_the_rollout_weights(setup, tiny_model):
     assert before != after and before == again
 
 
-def test_same_seed_same_first_step(tmp_path, tiny_model, setup):
-    from rlvr.rollout import RolloutEngine
-    from rlvr.trainer import Trainer
-
-    params, _, _ = setup
-    method = method_config(params, "grpo")
-    method.train.steps = 1
+def test_same_seed_same_first_step(tmp_path, tiny_model):
+    """Two fresh processes with the same seed produce the same first step."""
+    root = _train_repo(tmp_path, steps=1)
     firsts = []
-    for i in range(2):
-        engine = RolloutEngine(str(tiny_model), max_model_len=512, kv_cache_gib=1, seed=0)
-        tr = Trainer(params, method, str(tiny_model), tmp_path / f"r{i}", tmp_path / f"m{i}", engine=engine)
-        firsts.append(tr.train()[0])
-        del engine, tr
-    keys = ("reward_mean", "response_length", "entropy", "loss", "kl")
-    assert {k: firsts[0][k] for k in keys} == pytest.approx({k: firsts[1][k] for k in keys}, rel=1e-4, abs=1e-6)
+    for _ in range(2):
+        shutil.rmtree(root / "runs", ignore_errors=True)
+        done = subprocess.run(_train_cmd(tiny_model), cwd=root, env=_env(root), capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        with open(root / "runs/grpo/steps.csv") as f:
+            firsts.append(next(csv.DictReader(f)))
+    keys = ("reward_mean", "response_length", "entropy", "loss", "kl", "topp_entropy")
+    assert {k: float(firsts[0][k]) for k in keys} == pytest.approx({k: float(firsts[1][k]) for k in keys},
+                                                                   rel=1e-4, abs=1e-6)
 
 
 def test_method_config_errors(setup):
@@ -146,16 +146,30 @@ def _steps(path: Path) -> list[int]:
         return [int(r["step"]) for r in csv.DictReader(f)]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_killed_run_resumes_at_next_step(tmp_path, tiny_model, sig):
+def _env(root: Path) -> dict:
+    return {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlflow.db"}
+
+
+def _train_cmd(model) -> list[str]:
+    return [sys.executable, "stages/train.py", "--method", "grpo", "--model", str(model)]
+
+
+def _train_repo(tmp_path: Path, steps: int) -> Path:
+    """A repo copy with tiny params and its data prepared, for stage subprocesses."""
     root = copy_repo(tmp_path / "repo")
     raw = tiny_params(root, {"grpo": ALL_METHODS["grpo"]})
     raw["data"]["out_dir"] = "data/prepared"
-    raw["train"]["steps"] = 4
+    raw["train"]["steps"] = steps
     (root / "params.yaml").write_text(yaml.safe_dump(raw))
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlflow.db"}
-    subprocess.run([sys.executable, "stages/prepare_data.py"], cwd=root, check=True, env=env, capture_output=True)
-    cmd = [sys.executable, "stages/train.py", "--method", "grpo", "--model", str(tiny_model)]
+    subprocess.run([sys.executable, "stages/prepare_data.py"], cwd=root, check=True, env=_env(root),
+                   capture_output=True)
+    return root
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killed_run_resumes_at_next_step(tmp_path, tiny_model, sig):
+    root = _train_repo(tmp_path, steps=4)
+    env, cmd = _env(root), _train_cmd(tiny_model)
     steps_file, state_file = root / "runs/grpo/steps.csv", root / "runs/grpo/checkpoint/trainer_state.json"
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 600
