@@ -79,7 +79,7 @@ def gains(rows: list[list], reference: str) -> list[list] | None:
     if ref is None:
         return None
     return [[r[0], *[(a - b) if a is not None and b is not None else None for a, b in zip(r[1:], ref[1:])]]
-            for r in rows if r[0] != reference]
+            for r in rows if r[0] not in (reference, "base")]
 
 
 def paper_rows(paper: dict, profile: str | None, header: list[str]) -> list[list]:
