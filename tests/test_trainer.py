@@ -203,3 +203,25 @@ def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
     tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", engine=engine)
     rows = tr.train()
     assert [r["step"] for r in rows] == [1, 2]  # not resumed from step 1
+
+
+def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_path):
+    import torch
+    from rlvr.objectives import LossOutput
+    from rlvr.trainer import Trainer, TrainingStopped
+
+    params, engine, _ = setup
+    method = method_config(params, "grpo")
+    method.train.steps = 5
+    method.train.max_bad_steps = 2
+    tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", engine=engine)
+    tr.loss_fn = lambda batch, hp: LossOutput(batch.logp.sum() * float("nan"), {})
+    with pytest.raises(TrainingStopped, match="2 steps in a row had non-finite losses"):
+        tr.train()
+    with open(tmp_path / "r" / "steps.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(float(r["skipped_updates"])) for r in rows] == [2]  # both micro-batches of step 1 skipped
+    state = json.loads((tmp_path / "r" / "checkpoint" / "trainer_state.json").read_text())
+    assert state["step"] == 1  # the checkpoint written when stopping
+    # weights never saw a NaN
+    assert all(torch.isfinite(p).all() for p in tr.engine.module.parameters())
