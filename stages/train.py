@@ -4,6 +4,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from pathlib import Path
 
 from rlvr.cli import params_or_exit, stage_timer
 from rlvr.config import ConfigError, method_config
@@ -35,9 +36,7 @@ if __name__ == "__main__":
         last = rows[-1] if rows else {}
         out = {"steps": method.train.steps, "final": last,
                "first": rows[0] if rows and rows[0]["step"] == 1 else None}
-        path = f"reports/train/{args.method}/summary.json"
-        import os
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(out, f, indent=2)
+        path = Path(f"reports/train/{args.method}/summary.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(out, indent=2))
         summary.update({k: round(last[k], 3) for k in ("reward_mean", "entropy", "kl", "time_total") if k in last})
