@@ -35,7 +35,8 @@ def test_every_problem_reported_at_once(raw):
     assert "did you mean 'amc23'" in msg
     assert "did you mean 'verifier'" in msg
     assert "eval.max_new_tokens" in msg
-    assert len(e.value.problems) == 4
+    assert "'train.max_response_tokens' (128) must be below 'engine.max_model_len' (128)" in msg
+    assert len(e.value.problems) == 5  # each once, though both methods share the train section
 
 
 def test_wrong_section_type(raw):

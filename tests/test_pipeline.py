@@ -19,6 +19,8 @@ TINY = {
     "engine": {"kv_cache_gib": 1, "max_model_len": 512},
     "eval": {"k": 2, "max_new_tokens": 48, "limits": {"math500": 2}},
     "tracking": {"log_samples": 5},
+    "train": {"steps": 1, "questions_per_step": 2, "responses_per_question": 2, "mini_batch_questions": 2,
+              "micro_batch_questions": 1, "max_response_tokens": 16, "checkpoint_every": 1},
 }
 
 
@@ -59,21 +61,27 @@ def test_repro_writes_metrics_per_level(pipeline):
     # the per-sample rows and the summary agree
     ar = [r for r in rows if r["benchmark"] == "arithmetic"]
     assert arith["avg@2"] == pytest.approx(sum(r["correct"] for r in ar) / len(ar))
-    assert "[evaluate@base] done in" in out.stdout
+    assert "[evaluate@base] done in" in out.stdout and "[train@grpo] done in" in out.stdout
 
 
 def test_mlflow_run_tagged_with_metrics(pipeline):
     root, _ = pipeline
     db = sqlite3.connect(root / "mlflow.db")
-    runs = db.execute("select run_uuid, name from runs").fetchall()
-    assert [name for _, name in runs] == ["evaluate@base"]
-    tags = dict(db.execute("select key, value from tags where run_uuid=?", (runs[0][0],)).fetchall())
+    runs = dict((name, uuid) for uuid, name in db.execute("select run_uuid, name from runs").fetchall())
+    assert set(runs) == {"train@grpo", "train@disco_logl", "evaluate@base", "evaluate@grpo",
+                         "evaluate@disco_logl", "report"}
+    ev = runs["evaluate@base"]
+    tags = dict(db.execute("select key, value from tags where run_uuid=?", (ev,)).fetchall())
     assert tags["stage"] == "evaluate@base" and tags["model"] == "base" and len(tags["git_commit"]) == 40
     assert "dvc_exp" in tags
-    metrics = dict(db.execute("select key, value from metrics where run_uuid=?", (runs[0][0],)).fetchall())
+    metrics = dict(db.execute("select key, value from metrics where run_uuid=?", (ev,)).fetchall())
     assert "arithmetic/avg_at_2" in metrics and "mean/pass_at_2" in metrics
-    params = dict(db.execute("select key, value from params where run_uuid=?", (runs[0][0],)).fetchall())
+    params = dict(db.execute("select key, value from params where run_uuid=?", (ev,)).fetchall())
     assert params["eval.k"] == "2"
+    steps = db.execute("select key, step from metrics where run_uuid=? and key='reward_mean'",
+                       (runs["train@grpo"],)).fetchall()
+    assert steps == [("reward_mean", 1)]
+    assert (root / "reports/results.md").read_text().count("| grpo |") >= 3
 
 
 def test_param_change_reruns_only_evaluation(pipeline):

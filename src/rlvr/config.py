@@ -125,7 +125,8 @@ def parse_params(raw: dict, source: str = "params") -> Params:
             except ConfigError as e:
                 problems.extend(e.problems)
     if problems:
-        raise ConfigError(problems, source)
+        # shared train: settings are checked once per method: report each problem once
+        raise ConfigError(list(dict.fromkeys(problems)), source)
     return params
 
 

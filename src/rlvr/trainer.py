@@ -346,8 +346,11 @@ class Trainer:
                 tokens += int(packed.attention_mask.sum())
                 if torch.isfinite(result.loss):
                     self.engine.backward(result.loss)
-                else:  # a non-finite loss never reaches the weights
+                else:
+                    # A non-finite loss never reaches the weights: back-propagate an
+                    # exact zero instead, so DeepSpeed's accumulation stays consistent.
                     skipped += 1
+                    self.engine.backward(sum(p.sum() for p in model.parameters()) * 0.0)
                 self.engine.step()
                 with torch.no_grad():
                     sums["kl"] += policy_kl(batch.logp, batch.old_logp, batch.mask).item()
