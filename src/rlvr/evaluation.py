@@ -12,7 +12,7 @@ from rlvr.config import Params
 from rlvr.data.prompts import build_prompt
 from rlvr.data.records import Record, read_records, write_jsonl
 from rlvr.metrics import mean_over, summarize
-from rlvr.rewards import GradeCounts, GroupGrade, Verifier
+from rlvr.rewards import GroupGrade, Verifier
 
 
 def eval_sets(params: Params) -> dict[str, list[Record]]:
@@ -95,7 +95,7 @@ def run_evaluation(model_path: str, params: Params, out_dir: str | Path, engine=
         "mean": mean_over({n: {k: v for k, v in m.items() if k != "levels"} for n, m in per_set.items()}),
         "benchmarks": per_set,
         "generation": _generation_stats(flat, gen_s, engine.start_seconds),
-        "verifier": {**_verifier_stats(counts), "seconds": round(verify_s, 2)},
+        "verifier": {**counts.summary(), "seconds": round(verify_s, 2)},
     }
     rows = sample_rows(sets, completions, grades)
     write_jsonl(out_dir / "samples.jsonl", rows)
@@ -115,11 +115,6 @@ def _generation_stats(flat, seconds: float, start_seconds: float) -> dict:
         "seconds": round(seconds, 2),
         "engine_start_seconds": round(start_seconds, 2),
     }
-
-
-def _verifier_stats(counts: GradeCounts) -> dict:
-    return {"graded": counts.total, "parse_failures": counts.by_status["no_answer"],
-            "timeouts": counts.by_status["timeout"], "errors": counts.by_status["error"]}
 
 
 def _write_json(path: Path, obj) -> None:

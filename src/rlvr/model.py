@@ -55,6 +55,12 @@ def materialize(source: str, out_dir: str | Path, dtype: str = "bfloat16") -> Pa
         model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
+    return save_checkpoint(model, tokenizer, out_dir)
+
+
+def save_checkpoint(model, tokenizer, out_dir: str | Path) -> Path:
+    """Write an HF checkpoint directory atomically (tmp directory, then rename)."""
+    out_dir = Path(out_dir)
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, safe_serialization=True)

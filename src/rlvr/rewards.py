@@ -47,12 +47,9 @@ class GradeCounts:
                 self.correct += it.correct
                 self.by_status[it.status] += 1
 
-    def as_metrics(self, prefix: str = "verifier/") -> dict[str, float]:
-        return {
-            f"{prefix}parse_failures": float(self.by_status[NO_ANSWER]),
-            f"{prefix}timeouts": float(self.by_status[TIMEOUT]),
-            f"{prefix}errors": float(self.by_status[ERROR]),
-        }
+    def summary(self) -> dict[str, int]:
+        return {"graded": self.total, "parse_failures": self.by_status[NO_ANSWER],
+                "timeouts": self.by_status[TIMEOUT], "errors": self.by_status[ERROR]}
 
 
 # ---- worker side -----------------------------------------------------------

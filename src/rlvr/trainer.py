@@ -440,14 +440,9 @@ class Trainer:
 
     def _save_final(self) -> None:
         """The trained weights as a plain HF checkpoint for evaluation."""
-        import shutil
+        from rlvr.model import save_checkpoint
 
-        tmp = self.final_dir.with_name(self.final_dir.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.engine.module.save_pretrained(tmp, safe_serialization=True)
-        self.tokenizer.save_pretrained(tmp)
-        shutil.rmtree(self.final_dir, ignore_errors=True)
-        os.replace(tmp, self.final_dir)
+        save_checkpoint(self.engine.module, self.tokenizer, self.final_dir)
 
 
 def _read_csv(path: Path) -> list[dict]:
