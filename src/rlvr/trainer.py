@@ -280,7 +280,7 @@ class Trainer:
     def _packed(self, groups: list[Group]):
         prompts = [g.prompt_ids for g in groups for _ in g.responses]
         responses = [r for g in groups for r in g.responses]
-        return pack(prompts, responses, self.pad_id)
+        return pack(prompts, responses, self.pad_id, group_size=self.t.responses_per_question)
 
     @torch.no_grad()
     def _old_logprobs(self, groups: list[Group], first_step: bool) -> dict:

@@ -1,0 +1,254 @@
+"""One measurement each; `bench/run.py` runs every one in a fresh process.
+
+The work is the default training step of params.yaml: B questions from the
+prepared training set, n responses each, the same max response length and
+sampling temperature, the same model. Every function returns a JSON-able dict;
+the caller adds the process's peak resident memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from rlvr.config import MethodConfig, load_params, method_config
+from rlvr.data.prompts import build_prompt
+from rlvr.data.records import read_records
+
+MODEL = "models/base"
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one RL step does, read from params.yaml."""
+
+    questions: int  # B
+    n: int
+    max_tokens: int
+    temperature: float
+    micro_questions: int
+    mini_questions: int
+    lr: float
+    model_dtype: str
+
+    @property
+    def updates_per_step(self) -> int:
+        return self.questions // self.mini_questions
+
+
+def default_work(method: str = "grpo") -> tuple[Work, MethodConfig]:
+    params = load_params()
+    t = method_config(params, method).train
+    work = Work(t.questions_per_step, t.responses_per_question, t.max_response_tokens, t.temperature,
+                t.micro_batch_questions, t.mini_batch_questions, t.lr, params.model.dtype)
+    return work, method_config(params, method)
+
+
+def questions(count: int, tokenizer) -> list[tuple[str, list[str]]]:
+    """(prompt text, golds) of the first `count` training questions."""
+    records = read_records(Path(load_params().data.out_dir) / "train.jsonl")[:count]
+    return [(build_prompt(r.problem, tokenizer), r.golds) for r in records]
+
+
+# ---- rollout ------------------------------------------------------------------
+
+
+def rollout_vllm(rounds: int = 2) -> dict:
+    """The project's engine: `rounds` batches of B questions x n responses."""
+    from rlvr.rollout import RolloutEngine
+
+    work, _ = default_work()
+    params = load_params()
+    t0 = time.perf_counter()
+    engine = RolloutEngine.from_params(MODEL, params.engine, work.model_dtype)
+    start = time.perf_counter() - t0
+    prompts = [p for p, _ in questions(work.questions * rounds, engine.tokenizer)]
+    engine.generate(prompts[:1], n=1, temperature=work.temperature, top_p=1.0, max_tokens=8, progress=False)
+    tokens, seconds = 0, 0.0
+    for r in range(rounds):
+        batch = prompts[r * work.questions:(r + 1) * work.questions]
+        t0 = time.perf_counter()
+        outs = engine.generate(batch, n=work.n, temperature=work.temperature, top_p=1.0,
+                               max_tokens=work.max_tokens, progress=False)
+        seconds += time.perf_counter() - t0
+        tokens += sum(len(c.token_ids) for o in outs for c in o)
+    return {"engine": "vllm", "dtype": work.model_dtype, "tokens": tokens, "seconds": seconds,
+            "tokens_per_s": tokens / seconds, "engine_start_s": start}
+
+
+def generated_lengths(new_tokens: torch.Tensor, eos_ids: set[int]) -> list[int]:
+    """Tokens each row really generated: up to and including its first EOS."""
+    lengths = []
+    for row in new_tokens.tolist():
+        end = next((i + 1 for i, t in enumerate(row) if t in eos_ids), len(row))
+        lengths.append(end)
+    return lengths
+
+
+def rollout_hf(dtype: str = "float32", rounds: int = 2) -> dict:
+    """transformers `generate`, batched, sampling at the same temperature (no top-k/top-p)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    work, _ = default_work()
+    tok = AutoTokenizer.from_pretrained(MODEL, padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(MODEL, dtype=getattr(torch, dtype)).eval()
+    eos = model.generation_config.eos_token_id
+    eos_ids = set(eos if isinstance(eos, list) else [eos])
+    prompts = [p for p, _ in questions(work.questions * rounds, tok)]
+    sample = dict(do_sample=True, temperature=work.temperature, top_p=1.0, top_k=0, pad_token_id=tok.pad_token_id)
+    with torch.no_grad():
+        model.generate(**tok(prompts[:1], return_tensors="pt"), max_new_tokens=8, **sample)  # warm-up
+        tokens, seconds = 0, 0.0
+        for r in range(rounds):
+            batch = [p for p in prompts[r * work.questions:(r + 1) * work.questions] for _ in range(work.n)]
+            enc = tok(batch, return_tensors="pt", padding=True)
+            t0 = time.perf_counter()
+            out = model.generate(**enc, max_new_tokens=work.max_tokens, **sample)
+            seconds += time.perf_counter() - t0
+            tokens += sum(generated_lengths(out[:, enc["input_ids"].shape[1]:], eos_ids))
+    return {"engine": "transformers_generate", "dtype": dtype, "tokens": tokens, "seconds": seconds,
+            "tokens_per_s": tokens / seconds}
+
+
+# ---- RL steps -------------------------------------------------------------------
+
+
+def _method(method: str, **train_overrides) -> MethodConfig:
+    _, mc = default_work(method)
+    train = dataclasses.replace(mc.train, **train_overrides)
+    return dataclasses.replace(mc, train=train)
+
+
+def _project_run(mc: MethodConfig, engine, tmp: Path) -> list[dict]:
+    from rlvr.trainer import Trainer
+
+    # No checkpoint inside the measured steps: the last one is written after them.
+    mc = dataclasses.replace(mc, train=dataclasses.replace(mc.train, checkpoint_every=10**6))
+    trainer = Trainer(load_params(), mc, MODEL, tmp / "run", tmp / "final", engine=engine)
+    return trainer.train()
+
+
+def step_summary(rows: list[dict]) -> dict:
+    """Per-step wall time and phases; the mean skips step 1 (first-call warm-up)."""
+    timed = rows[1:] or rows
+    mean = lambda key: sum(r[key] for r in timed) / len(timed)  # noqa: E731
+    phases = {p: mean(f"time_{p}") for p in ("rollout", "reward", "old_logprobs", "update", "weight_push")}
+    return {
+        "step_seconds": [r["time_total"] for r in rows],
+        "mean_step_s": mean("time_total"),
+        "phases_s": phases,
+        "response_length": mean("response_length"),
+        "rollout_tokens_per_s": mean("rollout_tokens_per_s"),
+        "train_tokens_per_s": mean("train_tokens_per_s"),
+    }
+
+
+def project_step(method: str = "grpo", steps: int = 2) -> dict:
+    """The project's RL step: vLLM rollout, verifier, old log-probs, DeepSpeed update, weight push."""
+    from rlvr.rollout import RolloutEngine
+
+    params = load_params()
+    mc = _method(method, steps=steps)
+    engine = RolloutEngine.from_params(MODEL, params.engine, params.model.dtype)
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = _project_run(mc, engine, Path(tmp))
+    return {"framework": "rlvr", "method": method, **step_summary(rows)}
+
+
+def project_scaling(steps: int = 1, ns=(4, 8, 16), lengths=(64, 128, 256)) -> dict:
+    """Step time as n and the max response length grow (one engine for all)."""
+    from rlvr.rollout import RolloutEngine
+
+    params = load_params()
+    work, _ = default_work()
+    engine = RolloutEngine.from_params(MODEL, params.engine, params.model.dtype)
+    configs = [(n, work.max_tokens) for n in ns] + [(work.n, t) for t in lengths if t != work.max_tokens]
+    out = []
+    for n, t in configs:
+        mc = _method("grpo", steps=steps, responses_per_question=n, max_response_tokens=t)
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = _project_run(mc, engine, Path(tmp))
+        out.append({"n": n, "max_tokens": t, **step_summary(rows)})
+        gc.collect()
+    return {"framework": "rlvr", "method": "grpo", "configs": out}
+
+
+def rl_step_times(t_begin: float, update_ends: list[float], updates_per_step: int) -> list[float]:
+    """Wall time of each RL step from the end times of optimizer updates.
+
+    An RL step is one generation plus `updates_per_step` optimizer updates, so
+    it ends at every `updates_per_step`-th update.
+    """
+    ends = update_ends[updates_per_step - 1::updates_per_step]
+    return [b - a for a, b in zip([t_begin, *ends], ends)]
+
+
+def trl_step(steps: int = 2) -> dict:
+    """TRL's GRPOTrainer on the same work (transformers generate; TRL's vLLM mode needs CUDA)."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rlvr.rewards import Verifier
+
+    work, mc = default_work("grpo")
+    params = load_params()
+    tok = AutoTokenizer.from_pretrained(MODEL, padding_side="left")
+    rows = questions(200, tok)
+    data = Dataset.from_list([{"prompt": p, "golds": g} for p, g in rows])
+    verifier = Verifier(params.verifier.workers, params.verifier.timeout_s, params.verifier.group_timeout_s)
+
+    def correct(completions, golds, **_):
+        grades = verifier.grade([(g, [c]) for c, g in zip(completions, golds)])
+        return [float(g.items[0].correct) for g in grades]
+
+    class Clock(TrainerCallback):
+        begin, ends, lengths = 0.0, [], []
+
+        def on_train_begin(self, *a, **k):
+            Clock.begin = time.perf_counter()
+
+        def on_step_end(self, *a, **k):
+            Clock.ends.append(time.perf_counter())
+
+        def on_log(self, args, state, control, logs=None, **k):
+            if logs and "completions/mean_length" in logs:
+                Clock.lengths.append(logs["completions/mean_length"])
+
+    cfg = GRPOConfig(
+        output_dir=tempfile.mkdtemp(), use_cpu=True, bf16=work.model_dtype == "bfloat16", seed=0,
+        per_device_train_batch_size=work.micro_questions * work.n,
+        gradient_accumulation_steps=work.mini_questions // work.micro_questions,
+        steps_per_generation=work.questions // work.micro_questions,
+        num_generations=work.n, max_completion_length=work.max_tokens, temperature=work.temperature, top_p=1.0,
+        top_k=0, learning_rate=work.lr, beta=0.0, loss_type="grpo", epsilon=mc.objective.clip_low,
+        max_grad_norm=mc.train.grad_clip, max_steps=steps * work.updates_per_step, logging_steps=1,
+        save_strategy="no", report_to="none", log_completions=False, dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    model = AutoModelForCausalLM.from_pretrained(MODEL, dtype=getattr(torch, work.model_dtype))
+    trainer = GRPOTrainer(model=model, reward_funcs=correct, args=cfg, train_dataset=data,
+                          processing_class=tok, callbacks=[Clock()])
+    trainer.train()
+    verifier.close()
+    times = rl_step_times(Clock.begin, Clock.ends, work.updates_per_step)
+    timed = times[1:] or times
+    return {"framework": "trl", "method": "grpo", "trl_version": __import__("trl").__version__,
+            "step_seconds": times, "mean_step_s": sum(timed) / len(timed),
+            "response_length": sum(Clock.lengths) / max(len(Clock.lengths), 1)}
+
+
+PARTS = {
+    "rollout_vllm": rollout_vllm,
+    "rollout_hf": rollout_hf,
+    "step_rlvr_grpo": lambda: project_step("grpo"),
+    "step_rlvr_disco_logl": lambda: project_step("disco_logl"),
+    "step_trl_grpo": trl_step,
+    "scaling": project_scaling,
+}

@@ -1,0 +1,105 @@
+"""bench.json -> reports/bench.md: every ratio from numbers measured in one run."""
+
+from __future__ import annotations
+
+TARGETS = {
+    "rollout_speedup": 6.0,  # project engine tokens/s over transformers generate
+    "step_speedup": 2.0,  # TRL step time over the project's, same work
+    "repro_full_s": 25 * 60,
+    "repro_noop_s": 10.0,
+}
+
+
+def ratios(r: dict) -> dict:
+    """The headline ratios; a ratio whose inputs were not measured is absent."""
+    out = {}
+    parts = r.get("parts", {})
+    v, hf = parts.get("rollout_vllm"), parts.get("rollout_hf")
+    if v and hf:
+        out["rollout_speedup"] = v["tokens_per_s"] / hf["tokens_per_s"]
+    trl = parts.get("step_trl_grpo")
+    for method in ("grpo", "disco_logl"):
+        ours = parts.get(f"step_rlvr_{method}")
+        if ours and trl:
+            out[f"step_speedup_{method}"] = trl["mean_step_s"] / ours["mean_step_s"]
+    return out
+
+
+def verdicts(r: dict) -> list[tuple[str, str, str, bool]]:
+    """(target, required, measured, met) for every target that was measured."""
+    rows = []
+    q = ratios(r)
+    if "rollout_speedup" in q:
+        rows.append(("rollout tokens/s vs transformers generate", f">= {TARGETS['rollout_speedup']:.0f}x",
+                     f"{q['rollout_speedup']:.2f}x", q["rollout_speedup"] >= TARGETS["rollout_speedup"]))
+    for method in ("grpo", "disco_logl"):
+        key = f"step_speedup_{method}"
+        if key in q:
+            rows.append((f"RL step ({method}) vs TRL GRPOTrainer", f">= {TARGETS['step_speedup']:.0f}x",
+                         f"{q[key]:.2f}x", q[key] >= TARGETS["step_speedup"]))
+    repro = r.get("parts", {}).get("repro", {})
+    for key, label in (("repro_full_s", "default `dvc repro` from scratch"), ("repro_noop_s", "`dvc repro`, nothing changed")):
+        if key in repro:
+            rows.append((label, f"< {_dur(TARGETS[key])}", _dur(repro[key]), repro[key] < TARGETS[key]))
+    return rows
+
+
+def _dur(s: float) -> str:
+    return f"{s:.1f} s" if s < 120 else f"{int(s // 60)} min {int(s % 60)} s"
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def render(r: dict) -> str:
+    parts, work = r.get("parts", {}), r.get("work", {})
+    out = ["# Benchmark: rollout and RL step, measured side by side in one run", "",
+           f"Reproduce: `{r.get('command', 'python bench/run.py')}`", "",
+           f"Machine: {r.get('machine', '?')}. Versions: {r.get('versions', {})}.", "",
+           f"Work (params.yaml's default step): B={work.get('questions')} questions x n={work.get('n')} "
+           f"responses, max {work.get('max_tokens')} response tokens, temperature {work.get('temperature')}, "
+           f"model `{work.get('model')}` in {work.get('model_dtype')}.", ""]
+    rows = verdicts(r)
+    if rows:
+        out += ["## Targets", ""]
+        out += _table(["target", "required", "measured", "met"], [[a, b, c, "yes" if ok else "**no**"] for a, b, c, ok in rows])
+        out.append("")
+    rollout = [parts[k] for k in ("rollout_vllm", "rollout_hf") if k in parts]
+    if rollout:
+        out += ["## Rollout: generated tokens/s", ""]
+        out += _table(["engine", "dtype", "tokens", "seconds", "tokens/s", "peak RSS (MiB)"],
+                      [[p["engine"], p["dtype"], p["tokens"], f"{p['seconds']:.1f}", f"{p['tokens_per_s']:.1f}",
+                        f"{p.get('peak_rss_mib', 0):.0f}"] for p in rollout])
+        out.append("")
+    steps = [parts[k] for k in ("step_rlvr_grpo", "step_rlvr_disco_logl", "step_trl_grpo") if k in parts]
+    if steps:
+        out += ["## RL step wall time (rollout + reward + update + weight push)", "",
+                "Mean over steps 2.. (step 1 pays first-call warm-up); every step's time is listed.", ""]
+        out += _table(["framework", "method", "mean step (s)", "steps (s)", "mean response tokens", "train tokens/s",
+                       "peak RSS (MiB)"],
+                      [[p["framework"], p["method"], f"{p['mean_step_s']:.1f}",
+                        ", ".join(f"{s:.1f}" for s in p["step_seconds"]), f"{p['response_length']:.0f}",
+                        f"{p['train_tokens_per_s']:.0f}" if "train_tokens_per_s" in p else "-",
+                        f"{p.get('peak_rss_mib', 0):.0f}"] for p in steps])
+        out.append("")
+        phased = [p for p in steps if "phases_s" in p]
+        if phased:
+            names = list(phased[0]["phases_s"])
+            out += ["Where the project's step time goes (seconds):", ""]
+            out += _table(["method", *names], [[p["method"], *(f"{p['phases_s'][n]:.2f}" for n in names)] for p in phased])
+            out.append("")
+    scaling = parts.get("scaling")
+    if scaling:
+        out += ["## Scaling: step time vs n and max response length (grpo)", ""]
+        out += _table(["n", "max tokens", "mean step (s)", "rollout (s)", "update (s)", "mean response tokens",
+                       "train tokens/s"],
+                      [[c["n"], c["max_tokens"], f"{c['mean_step_s']:.1f}", f"{c['phases_s']['rollout']:.1f}",
+                        f"{c['phases_s']['update']:.1f}", f"{c['response_length']:.0f}",
+                        f"{c['train_tokens_per_s']:.0f}"] for c in scaling["configs"]])
+        out.append("")
+    failed = r.get("failed", {})
+    if failed:
+        out += ["## Parts that failed", ""] + [f"- `{k}`: {v}" for k, v in failed.items()] + [""]
+    return "\n".join(out)

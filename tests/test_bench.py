@@ -1,0 +1,67 @@
+"""The benchmark's arithmetic and report, from fixed measurements."""
+
+import sys
+
+import pytest
+import torch
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+
+from parts import generated_lengths, rl_step_times  # noqa: E402
+from render import ratios, render, verdicts  # noqa: E402
+
+MEASURED = {
+    "command": "python bench/run.py",
+    "work": {"questions": 4, "n": 8, "max_tokens": 128, "temperature": 0.7, "model": "models/base",
+             "model_dtype": "float32"},
+    "parts": {
+        "rollout_vllm": {"engine": "vllm", "dtype": "float32", "tokens": 700, "seconds": 5.0,
+                         "tokens_per_s": 140.0, "peak_rss_mib": 3000},
+        "rollout_hf": {"engine": "transformers_generate", "dtype": "float32", "tokens": 500, "seconds": 10.0,
+                       "tokens_per_s": 50.0, "peak_rss_mib": 2000},
+        "step_rlvr_grpo": {"framework": "rlvr", "method": "grpo", "step_seconds": [90.0, 80.0], "mean_step_s": 80.0,
+                           "response_length": 100, "train_tokens_per_s": 120,
+                           "phases_s": {"rollout": 30.0, "update": 40.0}},
+        "step_trl_grpo": {"framework": "trl", "method": "grpo", "step_seconds": [200.0, 180.0], "mean_step_s": 180.0,
+                          "response_length": 104},
+        "repro": {"repro_full_s": 30 * 60.0, "repro_noop_s": 2.0},
+    },
+}
+
+
+def test_ratios_come_from_the_measured_parts():
+    q = ratios(MEASURED)
+    assert q["rollout_speedup"] == pytest.approx(140 / 50)
+    assert q["step_speedup_grpo"] == pytest.approx(180 / 80)
+    assert "step_speedup_disco_logl" not in q  # not measured: no ratio
+
+
+def test_verdicts_against_the_targets():
+    met = {name: ok for name, _, _, ok in verdicts(MEASURED)}
+    assert met["rollout tokens/s vs transformers generate"] is False  # 2.8x < 6x
+    assert met["RL step (grpo) vs TRL GRPOTrainer"] is True  # 2.25x >= 2x
+    assert met["default `dvc repro` from scratch"] is False  # 30 min >= 25 min
+    assert met["`dvc repro`, nothing changed"] is True
+
+
+def test_render_shows_every_ratio_and_failure():
+    md = render({**MEASURED, "failed": {"scaling": "killed"}})
+    assert "| rollout tokens/s vs transformers generate | >= 6x | 2.80x | **no** |" in md
+    assert "| RL step (grpo) vs TRL GRPOTrainer | >= 2x | 2.25x | yes |" in md
+    assert "| rlvr | grpo | 80.0 | 90.0, 80.0 |" in md
+    assert "`scaling`: killed" in md
+    assert "python bench/run.py" in md
+
+
+def test_rl_step_times_group_updates_into_steps():
+    # 2 updates per RL step; update ends at t = 3, 5 | 9, 10 | 14, 15
+    assert rl_step_times(0.0, [3, 5, 9, 10, 14, 15], 2) == [5, 5, 5]
+    assert rl_step_times(1.0, [3, 5, 9], 1) == [2, 2, 4]
+    assert rl_step_times(0.0, [3], 2) == []  # an unfinished step is not a step
+
+
+def test_generated_lengths_stop_at_the_first_eos():
+    rows = torch.tensor([[5, 6, 2, 0, 0], [5, 6, 7, 8, 9], [2, 0, 0, 0, 0]])
+    assert generated_lengths(rows, {2}) == [3, 5, 1]
