@@ -213,6 +213,22 @@ def test_topp_entropy_temperature_and_top_k():
     assert topp_entropy(flat, top_p=0.8, top_k=3).item() == pytest.approx(math.log(3), rel=1e-5)
 
 
+def test_topp_entropy_large_vocab_matches_the_full_sort():
+    """The top-256 probe is exact: a peaked row stays inside it, a flat row (nucleus of
+    ~800 tokens) falls back to the full top_k sort; both equal the brute-force value."""
+    torch.manual_seed(0)
+    peaked = torch.randn(1000) * 0.5
+    peaked[:5] += 12.0
+    logits = torch.stack([peaked, torch.zeros(1000)])
+    h = topp_entropy(logits, top_p=0.8, top_k=10000)
+    for row, value in zip(logits, h):
+        p = torch.softmax(row, -1).sort(descending=True).values
+        s = p[torch.cumsum(p, -1) < 0.8]
+        q = s / s.sum()
+        assert value.item() == pytest.approx(-(q * q.log()).sum().item(), rel=1e-5)
+    assert h[1].item() == pytest.approx(math.log(799), rel=1e-4)  # uniform: 799 tokens below 0.8
+
+
 def test_topp_entropy_gradient_flows_through_q():
     logits = torch.tensor([[2.0, 1.5, 1.0, -3.0]], requires_grad=True)
     topp_entropy(logits, top_p=0.95).sum().backward()

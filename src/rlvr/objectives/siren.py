@@ -13,6 +13,9 @@ import torch
 from rlvr.objectives.base import LossOutput, PolicyBatch, clipped_policy_loss, group_advantages, token_mean
 
 
+NUCLEUS_PROBE = 256
+
+
 def topp_entropy(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 0.8, top_k: int = 10000
                  ) -> torch.Tensor:
     """Entropy of the renormalized nucleus, per position ([..., V] -> [...]).
@@ -23,7 +26,12 @@ def topp_entropy(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 
     flows through the renormalized probabilities q.
     """
     probs = torch.softmax(logits.float() / temperature, dim=-1)
-    top, _ = torch.topk(probs, min(top_k, probs.shape[-1]), dim=-1)  # sorted, descending
+    k = min(top_k, probs.shape[-1])
+    # A nucleus is usually small: look at the top 256 first. Where they already
+    # hold top_p of the mass, no later token can be in S, so the result is exact.
+    top, _ = torch.topk(probs, min(k, NUCLEUS_PROBE), dim=-1)  # sorted, descending
+    if top.shape[-1] < k and bool((top.sum(-1) < top_p).any()):
+        top, _ = torch.topk(probs, k, dim=-1)
     with torch.no_grad():
         keep = (torch.cumsum(top, dim=-1) < top_p).float()
     kept = top * keep
