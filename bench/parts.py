@@ -44,10 +44,11 @@ class Work:
 
 def default_work(method: str = "grpo") -> tuple[Work, MethodConfig]:
     params = load_params()
-    t = method_config(params, method).train
+    mc = method_config(params, method)
+    t = mc.train
     work = Work(t.questions_per_step, t.responses_per_question, t.max_response_tokens, t.temperature,
                 t.micro_batch_questions, t.mini_batch_questions, t.lr, params.model.dtype)
-    return work, method_config(params, method)
+    return work, mc
 
 
 def questions(count: int, tokenizer) -> list[tuple[str, list[str]]]:

