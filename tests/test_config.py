@@ -3,7 +3,7 @@ import copy
 import pytest
 import yaml
 
-from rlvr.config import ConfigError, load_params, parse_params
+from rlvr.config import ConfigError, load_params, parse_params, resolve_auto
 
 
 @pytest.fixture
@@ -48,3 +48,25 @@ def test_wrong_section_type(raw):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="file not found"):
         load_params(tmp_path / "nope.yaml")
+
+
+def test_cpu_flags_parse_the_flags_line():
+    from rlvr.hardware import cpu_flags
+
+    info = "processor\t: 0\nmodel name\t: X\nflags\t\t: fpu avx2 avx512_bf16\n"
+    assert cpu_flags(info) == {"fpu", "avx2", "avx512_bf16"}
+    assert cpu_flags("processor: 0\n") == set()
+
+
+@pytest.mark.parametrize("fast, dtype", [(True, "bfloat16"), (False, "float32")])
+def test_auto_precision_follows_the_hardware(monkeypatch, fast, dtype):
+    import rlvr.hardware as hw
+
+    monkeypatch.setattr(hw, "has_fast_bf16", lambda: fast)
+    raw = {"model": {"dtype": "auto"}, "train": {"bf16": "auto"}}
+    resolved = resolve_auto(raw)
+    assert resolved["model"]["dtype"] == ("bfloat16" if fast else "float32") == dtype
+    assert resolved["train"]["bf16"] is fast
+    assert raw["model"]["dtype"] == "auto"  # the caller's dict is untouched
+    explicit = resolve_auto({"model": {"dtype": "float16"}, "train": {"bf16": False}})
+    assert explicit == {"model": {"dtype": "float16"}, "train": {"bf16": False}}

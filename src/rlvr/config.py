@@ -7,6 +7,7 @@ mini-batch divides the batch, ...) are checked in `check_*` functions.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import types
@@ -110,8 +111,24 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     return parse_params(raw, str(path))
 
 
+def resolve_auto(raw: dict) -> dict:
+    """Replace `auto` precision settings by what this machine runs fastest."""
+    from rlvr.hardware import has_fast_bf16, preferred_dtype
+
+    raw = copy.deepcopy(raw)
+    model = raw.get("model")
+    if isinstance(model, dict) and model.get("dtype") == "auto":
+        model["dtype"] = preferred_dtype()
+    sections = [raw.get("train"), *((raw.get("methods") or {}).values() if isinstance(raw.get("methods"), dict) else [])]
+    for section in sections:
+        if isinstance(section, dict) and section.get("bf16") == "auto":
+            section["bf16"] = has_fast_bf16()
+    return raw
+
+
 def parse_params(raw: dict, source: str = "params") -> Params:
     problems: list[str] = []
+    raw = resolve_auto(raw)
     extra = {k: raw[k] for k in EXTRA_SECTIONS if k in raw}
     core = {k: v for k, v in raw.items() if k not in EXTRA_SECTIONS}
     params = build(Params, core, "", problems, ignore=("extra",))
@@ -225,7 +242,7 @@ def check_params(p: Params, problems: list[str]) -> None:
             f"'engine.max_model_len' ({p.engine.max_model_len}); raise max_model_len or lower max_new_tokens"
         )
     if p.model.dtype not in ("bfloat16", "float16", "float32"):
-        problems.append(f"'model.dtype' must be bfloat16, float16 or float32, got '{p.model.dtype}'")
+        problems.append(f"'model.dtype' must be auto, bfloat16, float16 or float32, got '{p.model.dtype}'")
     if p.verifier.workers < 1:
         problems.append("'verifier.workers' must be >= 1")
 
