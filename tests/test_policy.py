@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from rlvr.policy import evaluate_tokens, full_entropy, pack, token_logprobs
+from rlvr.policy import CHUNK_ROWS, evaluate_tokens, full_entropy, pack, token_logprobs
 
 
 def test_pack_layout_left_pads_prompts_and_right_pads_responses():
@@ -25,6 +25,47 @@ def test_pack_rejects_groups_that_do_not_share_a_prompt():
         pack([[1], [1], [2]], [[3], [4], [5]], pad_id=0, group_size=2)
 
 
+def _reference_logprobs(logits, tokens, temperature):
+    return torch.log_softmax(logits.double() / temperature, -1).gather(-1, tokens[..., None]).squeeze(-1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_token_logprobs_value_and_gradient_match_log_softmax(dtype):
+    """Across row blocks (rows > CHUNK_ROWS), any logits dtype, temperature != 1."""
+    g = torch.Generator().manual_seed(0)
+    rows, vocab = 2 * CHUNK_ROWS + 3, 300
+    logits = (3 * torch.randn(rows, vocab, generator=g)).to(dtype).requires_grad_()
+    tokens = torch.randint(0, vocab, (rows,), generator=g)
+    weights = torch.randn(rows, generator=g, dtype=torch.float64)
+    lp = token_logprobs(logits, tokens, temperature=0.7)
+    assert lp.dtype == (torch.float64 if dtype == torch.float64 else torch.float32)
+    (lp.double() * weights).sum().backward()
+    ours = logits.grad.clone()
+    logits.grad = None
+    ref = _reference_logprobs(logits, tokens, 0.7)
+    (ref * weights).sum().backward()
+    tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 1e-5}[dtype]
+    torch.testing.assert_close(lp.double(), ref.detach(), atol=tol, rtol=0)
+    # the gradient comes back in the logits' dtype: bf16 rounding is the only error there
+    gtol = {torch.float64: 1e-12, torch.float32: 1e-6, torch.bfloat16: 2e-2}[dtype]
+    torch.testing.assert_close(ours.double(), logits.grad.double(), atol=gtol, rtol=gtol)
+
+
+def test_token_logprobs_passes_gradcheck_and_keeps_leading_shape():
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(2, 3, 7, generator=g, dtype=torch.float64, requires_grad=True)
+    tokens = torch.randint(0, 7, (2, 3), generator=g)
+    assert token_logprobs(logits, tokens).shape == (2, 3)
+    assert torch.autograd.gradcheck(lambda x: token_logprobs(x, tokens, 1.3), (logits,))
+
+
+def test_token_logprobs_of_no_rows():
+    logits = torch.zeros(0, 5, requires_grad=True)
+    lp = token_logprobs(logits, torch.zeros(0, dtype=torch.long))
+    lp.sum().backward()
+    assert lp.shape == (0,) and logits.grad.shape == (0, 5)
+
+
 def test_token_logprobs_and_entropy_hand_values():
     logits = torch.tensor([[[0.0, math.log(3.0)]]])  # p = [1/4, 3/4]
     lp = token_logprobs(logits, torch.tensor([[1]]))
@@ -42,7 +83,7 @@ def model(tiny_model):
 
 def _logp_and_grad(model, packed):
     model.zero_grad()
-    out = evaluate_tokens(model, packed, temperature=0.7, entropy=True)
+    out = evaluate_tokens(model, packed, temperature=0.7, entropies=["entropy"], grad_entropies=["entropy"])
     (out["logp"] * packed.response_mask).sum().backward()
     grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
     return out, grads
@@ -65,3 +106,33 @@ def test_shared_prompt_forward_matches_the_plain_forward(model):
     assert shared_grads.keys() == plain_grads.keys()
     for name, grad in plain_grads.items():
         torch.testing.assert_close(shared_grads[name], grad, atol=1e-5, rtol=1e-3, msg=name)
+
+
+def test_padding_is_zero_and_does_not_change_real_tokens(model):
+    """A response alone and the same response padded beside a longer one (and an empty one)."""
+    prompt, short, long = [11, 12, 13], [40, 41], [50, 51, 52, 53, 54]
+    alone = evaluate_tokens(model, pack([prompt], [short], 0), 0.7, entropies=["entropy"])
+    batch = evaluate_tokens(model, pack([prompt] * 3, [short, long, []], 0, group_size=3), 0.7,
+                            entropies=["entropy"])
+    for key in ("logp", "entropy"):
+        torch.testing.assert_close(batch[key][0, :2], alone[key][0], atol=1e-5, rtol=1e-5)
+        assert batch[key][0, 2:].eq(0).all() and batch[key][2].eq(0).all()  # padding, empty response
+    assert (batch["logp"][1] < 0).all() and (batch["entropy"][1] > 0).all()
+
+
+def test_measured_entropies_equal_the_differentiable_ones(model):
+    packed = pack([[5, 6, 7]] * 2, [[20, 21, 22], [30]], 0, group_size=2)
+    topp = {"top_p": 0.9, "top_k": 1000}
+    both = ["entropy", "topp_entropy"]
+    measured = evaluate_tokens(model, packed, 0.7, entropies=both, topp=topp)
+    grad = evaluate_tokens(model, packed, 0.7, entropies=both, grad_entropies=both, topp=topp)
+    assert grad["entropy"].requires_grad and not measured["entropy"].requires_grad
+    for key in ("logp", *both):
+        torch.testing.assert_close(measured[key], grad[key].detach(), atol=1e-5, rtol=1e-5)
+
+
+def test_unknown_entropy_is_an_error(model):
+    with pytest.raises(ValueError, match="unknown entropies"):
+        evaluate_tokens(model, pack([[5]], [[6]], 0), 1.0, entropies=["entropie"])
+    with pytest.raises(ValueError, match="needs topp"):
+        evaluate_tokens(model, pack([[5]], [[6]], 0), 1.0, entropies=["topp_entropy"])

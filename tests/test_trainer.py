@@ -83,6 +83,53 @@ def test_two_steps_of_every_method(setup, tiny_model, name):
         assert [int(r["step"]) for r in csv.DictReader(f)] == [1, 2]
 
 
+def _one_step(params, method, model, engine, run_dir, groups, full_old_pass: bool):
+    """One update step on fixed rollouts; returns its metrics, the new weights and
+    how many groups went through the separate pi_old pass."""
+    import torch
+
+    from rlvr.trainer import Trainer
+
+    tr = Trainer(params, method, str(model), run_dir, run_dir / "final", engine=engine)
+    tr.setup()
+    tr._collect = lambda timer: (copy.deepcopy(groups), 0)
+    seen = []
+    old_pass = tr._old_logprobs
+    tr._old_logprobs = lambda gs, meter: (seen.extend(gs), old_pass(gs, meter))
+    if full_old_pass:
+        tr._need_old_pass = lambda gs, first_order: gs
+    try:
+        row = tr.step(0)
+    finally:
+        tr.verifier.close()
+    weights = torch.cat([p.detach().float().flatten() for p in tr.engine.module.parameters()])
+    return row, weights, len(seen)
+
+
+@pytest.mark.parametrize("name", ["grpo", "siren"])
+def test_first_minibatch_takes_pi_old_from_its_own_forward(setup, tiny_model, tmp_path, name):
+    """Skipping the separate pi_old pass for the first mini-batch changes nothing:
+    same loss, KL, entropies and weights as recomputing every group's old log-probs."""
+    from rlvr.trainer import PhaseTimer, Trainer
+
+    params, engine, _ = setup
+    method = method_config(params, name)
+    method.train.mini_batch_questions = 1  # two optimizer steps per rollout step
+    probe = Trainer(params, method, str(tiny_model), tmp_path / "probe", tmp_path / "pf", engine=engine)
+    probe.setup()
+    groups, _ = probe._collect(PhaseTimer())
+    probe.verifier.close()
+    groups[0].rewards[0] = 1.0 - groups[0].rewards[-1]  # a group with signal, whatever was sampled
+    groups[1].rewards[0] = 1.0 - groups[1].rewards[-1]
+    fast, w_fast, seen_fast = _one_step(params, method, tiny_model, engine, tmp_path / "a", groups, False)
+    full, w_full, seen_full = _one_step(params, method, tiny_model, engine, tmp_path / "b", groups, True)
+    assert seen_full == 2 and seen_fast == (2 if name == "siren" else 1)  # SIREN's anchor needs every group
+    for key in ("loss", "kl", "entropy", "topp_entropy", "clip_frac"):
+        assert fast[key] == pytest.approx(full[key], rel=1e-4, abs=1e-6), key
+    assert fast["kl"] != 0.0  # the second mini-batch really is off-policy
+    assert (w_fast - w_full).abs().max().item() < 1e-6
+
+
 def test_training_changes_the_rollout_weights(setup, tiny_model):
     """The weight push really lands in vLLM: greedy output differs after a push of perturbed weights."""
     import torch

@@ -1,9 +1,10 @@
 """Token log-probs (and entropies) of sampled responses under the training model.
 
 Sequences are laid out as [left-padded prompt | right-padded response], so
-every response starts at the same column and only the response positions go
-through the LM head: prompt logits are never materialized, and log p comes
-from gather - logsumexp without a full-vocabulary log-softmax tensor.
+every response starts at the same column. Only real response tokens go
+through the LM head (no prompt or padding logits), and log p and its gradient
+are formed block by block in float32 from the logits as the model made them
+(bf16 on bf16 hardware): no full-vocabulary float32 tensor is materialized.
 
 The n responses of a question share its prompt. When rows come in such
 groups, the prompt goes through the model once per group and its keys and
@@ -72,31 +73,118 @@ def _response_hidden(model, packed: Packed) -> torch.Tensor:
     return torch.cat([last_prompt, rest[:, : t - 1]], dim=1)
 
 
-def response_logits(model, packed: Packed, temperature: float = 1.0) -> torch.Tensor:
-    """Logits predicting each response token ([N, T, V], float32)."""
-    logits = model.get_output_embeddings()(_response_hidden(model, packed)).float()
-    return logits / temperature if temperature != 1.0 else logits
+# Rows of a [rows, V] float32 block handled at once by the vocabulary-wide
+# kernels below: ~12 MiB for a 49k vocabulary, so a block stays in cache.
+CHUNK_ROWS = 64
 
 
-def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    return logits.gather(-1, tokens.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+def _row_chunks(rows: int):
+    return (slice(i, min(i + CHUNK_ROWS, rows)) for i in range(0, rows, CHUNK_ROWS))
+
+
+def _compute_dtype(logits: torch.Tensor) -> torch.dtype:
+    return torch.promote_types(logits.dtype, torch.float32)  # bf16 -> fp32; fp64 stays
+
+
+def _scaled(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """A float32 (or wider) copy of `logits` divided by the temperature (one allocation)."""
+    return logits.to(_compute_dtype(logits), copy=True).div_(temperature)
+
+
+class _SampledLogProb(torch.autograd.Function):
+    """log softmax(logits / T)[token] per row of [M, V] logits, in float32 whatever
+    the logits' dtype, one row block at a time.
+
+    Backward keeps only the logits (as they are) and one log-normaliser per
+    row, and forms d logp / d logits = (onehot(token) - softmax) / T block by
+    block, so no [M, V] float32 tensor is ever materialized.
+    """
+
+    @staticmethod
+    def forward(ctx, logits, tokens, temperature):
+        logz = torch.empty(logits.shape[0], dtype=_compute_dtype(logits), device=logits.device)
+        logp = torch.empty_like(logz)
+        for s in _row_chunks(logits.shape[0]):
+            z = _scaled(logits[s], temperature)
+            logz[s] = torch.logsumexp(z, dim=-1)
+            logp[s] = z.gather(-1, tokens[s, None]).squeeze(-1) - logz[s]
+        ctx.save_for_backward(logits, tokens, logz)
+        ctx.temperature = temperature
+        return logp
+
+    @staticmethod
+    def backward(ctx, grad_logp):
+        logits, tokens, logz = ctx.saved_tensors
+        grad = torch.empty_like(logits)
+        for s in _row_chunks(logits.shape[0]):
+            g = grad_logp[s, None] / ctx.temperature
+            probs = _scaled(logits[s], ctx.temperature).sub_(logz[s, None]).exp_()
+            grad[s] = probs.mul_(-g).scatter_add_(-1, tokens[s, None], g)
+        return grad, None, None
+
+
+def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """log softmax(logits / T) at `tokens` ([..., V], [...] -> [...], float32)."""
+    flat = _SampledLogProb.apply(logits.reshape(-1, logits.shape[-1]), tokens.reshape(-1), temperature)
+    return flat.view(tokens.shape)
 
 
 def full_entropy(logits: torch.Tensor) -> torch.Tensor:
-    """Entropy of the whole next-token distribution ([N, T])."""
+    """Entropy of the whole next-token distribution ([..., V] -> [...]), differentiable."""
     logz = torch.logsumexp(logits, dim=-1, keepdim=True)
     p = torch.exp(logits - logz)
     return (logz.squeeze(-1) - (p * logits).sum(-1))
 
 
-def evaluate_tokens(model, packed: Packed, temperature: float, entropy: bool = False, topp: dict | None = None
-                    ) -> dict[str, torch.Tensor]:
-    """log p, and optionally full and top-p entropies, of the packed responses."""
-    logits = response_logits(model, packed, temperature)
-    out = {"logp": token_logprobs(logits, packed.response_ids)}
-    if entropy:
-        out["entropy"] = full_entropy(logits)
-    if topp is not None:
-        # The logits are already divided by the rollout temperature.
-        out["topp_entropy"] = topp_entropy(logits, 1.0, topp["top_p"], topp["top_k"])
+ENTROPIES = ("entropy", "topp_entropy")
+
+
+def _entropy(name: str, scaled_logits: torch.Tensor, topp: dict | None) -> torch.Tensor:
+    if name == "entropy":
+        return full_entropy(scaled_logits)
+    if topp is None:
+        raise ValueError("the top-p entropy needs topp={'top_p': ..., 'top_k': ...}")
+    return topp_entropy(scaled_logits, 1.0, topp["top_p"], topp["top_k"])
+
+
+@torch.no_grad()
+def _measured_entropies(logits: torch.Tensor, temperature: float, names, topp: dict | None) -> dict:
+    """Entropies without gradient (metrics, SIREN's anchor), one row block at a time."""
+    out = {n: torch.empty(logits.shape[0], dtype=_compute_dtype(logits), device=logits.device) for n in names}
+    if not out:
+        return out
+    for s in _row_chunks(logits.shape[0]):
+        z = _scaled(logits[s], temperature)
+        for n in names:
+            out[n][s] = _entropy(n, z, topp)
     return out
+
+
+def _unpad(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """[M] values of the real tokens -> [N, T] with 0 at padding (keeps the gradient)."""
+    return torch.zeros(mask.shape, dtype=values.dtype, device=values.device).masked_scatter(mask, values)
+
+
+def evaluate_tokens(model, packed: Packed, temperature: float, entropies=(), grad_entropies=(),
+                    topp: dict | None = None) -> dict[str, torch.Tensor]:
+    """log p of the packed responses ([N, T], 0 at padding), plus the named
+    `entropies` ("entropy": full vocabulary; "topp_entropy": SIREN's nucleus,
+    which needs `topp`), all under the rollout temperature.
+
+    Only real response tokens reach the LM head. An entropy also named in
+    `grad_entropies` carries gradient (the objective uses it); the others are
+    measured without one.
+    """
+    unknown = set(entropies) - set(ENTROPIES)
+    if unknown:
+        raise ValueError(f"unknown entropies {sorted(unknown)}; choose from {ENTROPIES}")
+    mask = packed.response_mask.bool()
+    logits = model.get_output_embeddings()(_response_hidden(model, packed)[mask])  # [M, V]
+    out = {"logp": token_logprobs(logits, packed.response_ids[mask], temperature)}
+    differentiable = [n for n in entropies if n in grad_entropies and torch.is_grad_enabled()]
+    if differentiable:
+        scaled = logits.float() / temperature
+        out.update({n: _entropy(n, scaled, topp) for n in differentiable})
+    measured = [n for n in entropies if n not in differentiable]
+    out.update(_measured_entropies(logits, temperature, measured, topp))
+    return {k: _unpad(v, mask) for k, v in out.items()}

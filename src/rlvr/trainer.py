@@ -35,7 +35,7 @@ from rlvr.objectives import NEEDS, OBJECTIVES, PolicyBatch
 from rlvr.objectives.base import policy_kl, token_mean, zero_variance_share
 from rlvr.objectives.grpo import overlong_penalty
 from rlvr.objectives.siren import anchor_value
-from rlvr.policy import evaluate_tokens, pack
+from rlvr.policy import ENTROPIES, evaluate_tokens, pack
 from rlvr.rewards import Verifier
 
 
@@ -74,6 +74,39 @@ class QuestionSampler:
             out.append(self.records[self._order(epoch)[i]])
             self.position += 1
         return out
+
+
+class EntropyMeter:
+    """pi_old's entropies over a step's response tokens (token-weighted means),
+    and on SIREN's first step the top-p entropies its anchor is computed from."""
+
+    def __init__(self, keep_for_anchor: bool = False):
+        self.keep_for_anchor = keep_for_anchor
+        self.sums = defaultdict(float)
+        self.kept: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def add(self, out: dict[str, torch.Tensor], mask: torch.Tensor) -> None:
+        for name in ENTROPIES:
+            self.sums[name] += (out[name].detach() * mask).sum().item()
+        self.sums["tokens"] += mask.sum().item()
+        if self.keep_for_anchor:
+            self.kept.append((out["topp_entropy"].detach(), mask))
+
+    def anchor(self, quantile: float) -> float:
+        """Over all kept rollouts: the response-weighted mean of per-micro-batch aggregates."""
+        rows = sum(h.shape[0] for h, _ in self.kept)
+        return sum(anchor_value(h, m, quantile) * h.shape[0] for h, m in self.kept) / rows
+
+    def means(self) -> dict[str, float]:
+        tokens = max(self.sums["tokens"], 1)
+        return {name: self.sums[name] / tokens for name in ENTROPIES}
+
+
+def _keep_old_logp(micro: list[Group], logp: torch.Tensor) -> None:
+    """Store each response's pi_old log-probs (rows of `logp` in micro-batch order)."""
+    rows = iter(logp.detach())
+    for g in micro:
+        g.old_logp = [next(rows)[: len(r)].clone() for r in g.responses]
 
 
 class PhaseTimer:
@@ -219,10 +252,13 @@ class Trainer:
         timer = PhaseTimer()
         t0 = time.perf_counter()
         groups, n_rollout_tokens = self._collect(timer)
+        orders = self._epoch_orders(groups)
+        meter = EntropyMeter(keep_for_anchor="topp_entropy" in self.needs and self.anchor is None)
         with timer("old_logprobs"):
-            stats = self._old_logprobs(groups, first_step=(step == 0))
+            self._old_logprobs(self._need_old_pass(groups, orders[0]), meter)
         with timer("update"):
-            upd = self._update(groups)
+            upd = self._update(orders, meter)
+        stats = meter.means()
         with timer("weight_push"):
             self._push_weights()
         total = time.perf_counter() - t0
@@ -282,32 +318,44 @@ class Trainer:
         responses = [r for g in groups for r in g.responses]
         return pack(prompts, responses, self.pad_id, group_size=self.t.responses_per_question)
 
+    def _epoch_orders(self, groups: list[Group]) -> list[list[Group]]:
+        """The order groups go through the update in, one shuffle per epoch."""
+        rng = random.Random(self.t.seed + self.sampler.position)
+        orders = []
+        for _ in range(self.t.epochs_per_step):
+            order = groups[:]
+            rng.shuffle(order)
+            orders.append(order)
+        return orders
+
+    def _need_old_pass(self, groups: list[Group], first_order: list[Group]) -> list[Group]:
+        """Groups whose pi_old log-probs need a forward pass of their own.
+
+        Until the first optimizer step the policy is pi_old, so the first
+        mini-batch's old log-probs (and entropies) come from its own update
+        forward. SIREN's first step is the exception: its anchor is over every
+        rollout of the step and must exist before the first loss.
+        """
+        if self.anchor is None and "topp_entropy" in self.needs:
+            return groups
+        on_policy = {id(g) for g in first_order[: self.t.mini_batch_questions]}
+        return [g for g in groups if id(g) not in on_policy]
+
     @torch.no_grad()
-    def _old_logprobs(self, groups: list[Group], first_step: bool) -> dict:
-        """pi_old's log-probs, plus the step's entropies (metrics, SIREN's anchor)."""
-        model = self.engine.module
-        topp = {"top_p": self.hp.entropy_top_p, "top_k": self.hp.entropy_top_k}
-        sums = defaultdict(float)
-        anchors = []
+    def _old_logprobs(self, groups: list[Group], meter: "EntropyMeter") -> None:
+        """pi_old's log-probs of `groups`, and their entropies into `meter`."""
         for micro in self._micro_batches(groups):
             packed = self._packed(micro)
-            out = evaluate_tokens(model, packed, self.t.temperature, entropy=True, topp=topp)
-            mask = packed.response_mask
-            sums["entropy"] += (out["entropy"] * mask).sum().item()
-            sums["topp_entropy"] += (out["topp_entropy"] * mask).sum().item()
-            sums["tokens"] += mask.sum().item()
-            if first_step and "topp_entropy" in self.needs and self.anchor is None:
-                anchors.append((out["topp_entropy"], mask))
-            i = 0
-            for g in micro:
-                g.old_logp = [out["logp"][i + j, : len(r)].clone() for j, r in enumerate(g.responses)]
-                i += len(g.responses)
-        if anchors:
-            # Over all rollouts of the first step: response-weighted mean of per-micro aggregates.
-            n = sum(h.shape[0] for h, _ in anchors)
-            self.anchor = sum(anchor_value(h, m, self.hp.peak_quantile) * h.shape[0] for h, m in anchors) / n
-        tokens = max(sums["tokens"], 1)
-        return {"entropy": sums["entropy"] / tokens, "topp_entropy": sums["topp_entropy"] / tokens}
+            out = evaluate_tokens(self.engine.module, packed, self.t.temperature, entropies=ENTROPIES,
+                                  topp=self._topp)
+            meter.add(out, packed.response_mask)
+            _keep_old_logp(micro, out["logp"])
+        if meter.keep_for_anchor and meter.kept:
+            self.anchor = meter.anchor(self.hp.peak_quantile)
+
+    @property
+    def _topp(self) -> dict:
+        return {"top_p": self.hp.entropy_top_p, "top_k": self.hp.entropy_top_k}
 
     def _policy_batch(self, micro: list[Group], packed, out) -> PolicyBatch:
         t = packed.response_ids.shape[1]
@@ -329,18 +377,23 @@ class Trainer:
             entropy_anchor=self.anchor,
         )
 
-    def _update(self, groups: list[Group]) -> dict:
+    def _update(self, orders: list[list[Group]], meter: "EntropyMeter") -> dict:
         """epochs x mini-batches; DeepSpeed steps the optimizer at each mini-batch boundary."""
         model = self.engine.module
-        topp = {"top_p": self.hp.entropy_top_p, "top_k": self.hp.entropy_top_k} if "topp_entropy" in self.needs else None
         sums, count, skipped, tokens = defaultdict(float), 0, 0, 0
-        rng = random.Random(self.t.seed + self.sampler.position)
-        for _ in range(self.t.epochs_per_step):
-            order = groups[:]
-            rng.shuffle(order)
+        micro_per_update = self.t.mini_batch_questions // self.t.micro_batch_questions
+        for order in orders:
             for micro in self._micro_batches(order):
                 packed = self._packed(micro)
-                out = evaluate_tokens(model, packed, self.t.temperature, entropy="entropy" in self.needs, topp=topp)
+                on_policy = micro[0].old_logp is None  # pi_theta is still pi_old: measure it here
+                if on_policy and count >= micro_per_update:
+                    raise RuntimeError("old log-probs missing after an optimizer step")
+                out = evaluate_tokens(model, packed, self.t.temperature,
+                                      entropies=ENTROPIES if on_policy else self.needs,
+                                      grad_entropies=self.needs, topp=self._topp)
+                if on_policy:
+                    meter.add(out, packed.response_mask)
+                    _keep_old_logp(micro, out["logp"])
                 batch = self._policy_batch(micro, packed, out)
                 result = self.loss_fn(batch, self.hp)
                 tokens += int(packed.attention_mask.sum())
