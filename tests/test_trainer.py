@@ -106,28 +106,51 @@ def _one_step(params, method, model, engine, run_dir, groups, full_old_pass: boo
     return row, weights, len(seen)
 
 
-@pytest.mark.parametrize("name", ["grpo", "siren"])
-def test_first_minibatch_takes_pi_old_from_its_own_forward(setup, tiny_model, tmp_path, name):
-    """Skipping the separate pi_old pass for the first mini-batch changes nothing:
-    same loss, KL, entropies and weights as recomputing every group's old log-probs."""
+@pytest.fixture(scope="module")
+def fixed_groups(setup, tiny_model, tmp_path_factory):
+    """One step's rollouts, with a reward signal in every group whatever was sampled."""
     from rlvr.trainer import PhaseTimer, Trainer
 
     params, engine, _ = setup
-    method = method_config(params, name)
-    method.train.mini_batch_questions = 1  # two optimizer steps per rollout step
-    probe = Trainer(params, method, str(tiny_model), tmp_path / "probe", tmp_path / "pf", engine=engine)
+    tmp = tmp_path_factory.mktemp("probe")
+    probe = Trainer(params, method_config(params, "grpo"), str(tiny_model), tmp / "run", tmp / "final", engine=engine)
     probe.setup()
     groups, _ = probe._collect(PhaseTimer())
     probe.verifier.close()
-    groups[0].rewards[0] = 1.0 - groups[0].rewards[-1]  # a group with signal, whatever was sampled
-    groups[1].rewards[0] = 1.0 - groups[1].rewards[-1]
-    fast, w_fast, seen_fast = _one_step(params, method, tiny_model, engine, tmp_path / "a", groups, False)
-    full, w_full, seen_full = _one_step(params, method, tiny_model, engine, tmp_path / "b", groups, True)
+    for g in groups:
+        g.rewards[0] = 1.0 - g.rewards[-1]
+    return groups
+
+
+@pytest.mark.parametrize("name", ["grpo", "siren"])
+def test_first_minibatch_takes_pi_old_from_its_own_forward(setup, tiny_model, tmp_path, fixed_groups, name):
+    """Skipping the separate pi_old pass for the first mini-batch changes nothing:
+    same loss, KL, entropies and weights as recomputing every group's old log-probs."""
+    params, engine, _ = setup
+    method = method_config(params, name)
+    method.train.mini_batch_questions = 1  # two optimizer steps per rollout step
+    fast, w_fast, seen_fast = _one_step(params, method, tiny_model, engine, tmp_path / "a", fixed_groups, False)
+    full, w_full, seen_full = _one_step(params, method, tiny_model, engine, tmp_path / "b", fixed_groups, True)
     assert seen_full == 2 and seen_fast == (2 if name == "siren" else 1)  # SIREN's anchor needs every group
     for key in ("loss", "kl", "entropy", "topp_entropy", "clip_frac"):
         assert fast[key] == pytest.approx(full[key], rel=1e-4, abs=1e-6), key
     assert fast["kl"] != 0.0  # the second mini-batch really is off-policy
     assert (w_fast - w_full).abs().max().item() < 1e-6
+
+
+def test_zero_stage_2_updates_like_stage_0(setup, tiny_model, tmp_path, fixed_groups):
+    """ZeRO-2 (the multi-GPU recipes) and stage 0 (the one-process default) take
+    the same optimizer steps (in fp32, where both accumulate gradients alike)."""
+    params, engine, _ = setup
+    runs = {}
+    for stage in (0, 2):
+        method = method_config(params, "grpo")
+        method.train.zero_stage, method.train.bf16 = stage, False
+        method.train.mini_batch_questions = 1  # two optimizer steps, the second one off-policy
+        runs[stage] = _one_step(params, method, tiny_model, engine, tmp_path / f"z{stage}", fixed_groups, False)
+    (row0, w0, _), (row2, w2, _) = runs[0], runs[2]
+    assert row0["kl"] != 0 and row0["kl"] == pytest.approx(row2["kl"], rel=1e-3)
+    assert (w0 - w2).abs().max().item() < 1e-6
 
 
 def test_training_changes_the_rollout_weights(setup, tiny_model):
