@@ -247,7 +247,9 @@ def trl_step(steps: int = 2) -> dict:
 
 PARTS = {
     "rollout_vllm": rollout_vllm,
-    "rollout_hf": rollout_hf,
+    # transformers in both precisions: the baseline is whichever is faster here
+    "rollout_hf_float32": lambda: rollout_hf("float32"),
+    "rollout_hf_bfloat16": lambda: rollout_hf("bfloat16"),
     "step_rlvr_grpo": lambda: project_step("grpo"),
     "step_rlvr_disco_logl": lambda: project_step("disco_logl"),
     "step_trl_grpo": trl_step,
