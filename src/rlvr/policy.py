@@ -156,8 +156,6 @@ ENTROPIES = ("entropy", "topp_entropy")
 def _entropy(name: str, scaled_logits: torch.Tensor, topp: dict | None) -> torch.Tensor:
     if name == "entropy":
         return full_entropy(scaled_logits)
-    if topp is None:
-        raise ValueError("the top-p entropy needs topp={'top_p': ..., 'top_k': ...}")
     return topp_entropy(scaled_logits, 1.0, topp["top_p"], topp["top_k"])
 
 
@@ -191,6 +189,8 @@ def evaluate_tokens(model, packed: Packed, temperature: float, entropies=(), gra
     unknown = set(entropies) - set(ENTROPIES)
     if unknown:
         raise ValueError(f"unknown entropies {sorted(unknown)}; choose from {ENTROPIES}")
+    if "topp_entropy" in entropies and topp is None:
+        raise ValueError("the top-p entropy needs topp={'top_p': ..., 'top_k': ...}")
     mask = packed.response_mask.bool()
     logits = model.get_output_embeddings()(_response_hidden(model, packed)[mask])  # [M, V]
     out = {"logp": token_logprobs(logits, packed.response_ids[mask], temperature)}
