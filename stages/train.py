@@ -28,14 +28,14 @@ if __name__ == "__main__":
                      model=args.method, params=tracked) as tracker:
             trainer = Trainer(params, method, args.model, f"runs/{args.method}", f"models/{args.method}", tracker)
             try:
-                rows = trainer.train()
+                trainer.train()
             except TrainingStopped as e:
                 print(f"error: {e}", file=sys.stderr)
                 sys.exit(3)
             tracker.log_artifact(trainer.steps_file)
+        rows = trainer.history()  # all steps, also those of an earlier, resumed invocation
         last = rows[-1] if rows else {}
-        out = {"steps": method.train.steps, "final": last,
-               "first": rows[0] if rows and rows[0]["step"] == 1 else None}
+        out = {"steps": method.train.steps, "final": last, "first": rows[0] if rows else None}
         path = Path(f"reports/train/{args.method}/summary.json")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(out, indent=2))

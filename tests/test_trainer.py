@@ -259,6 +259,10 @@ def test_killed_run_resumes_at_next_step(tmp_path, tiny_model, sig):
     assert f"resumed from step {killed_at}" in done.stdout
     assert _steps(steps_file) == [1, 2, 3, 4]
     assert json.loads(state_file.read_text())["step"] == 4
+    summary = json.loads((root / "reports/train/grpo/summary.json").read_text())
+    assert summary["first"]["step"] == 1 and summary["final"]["step"] == 4  # the whole run, not the resumed part
+    again = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=600)  # finished: no step
+    assert again.returncode == 0 and json.loads((root / "reports/train/grpo/summary.json").read_text()) == summary
 
 
 def test_changed_params_start_fresh(tmp_path, tiny_model, setup):

@@ -481,6 +481,11 @@ class Trainer:
         if self.tracker is not None:
             self.tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
 
+    def history(self) -> list[dict[str, float]]:
+        """Every recorded step of this run, resumed ones included, as numbers."""
+        number = lambda k, v: int(float(v)) if k == "step" else float(v)  # noqa: E731
+        return [{k: number(k, v) for k, v in r.items() if v not in ("", None)} for r in _read_csv(self.steps_file)]
+
     def _truncate_steps(self, last_step: int) -> None:
         rows = [r for r in _read_csv(self.steps_file) if int(float(r["step"])) <= last_step]
         if rows or self.steps_file.exists():
