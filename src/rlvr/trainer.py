@@ -3,7 +3,8 @@
 One rollout step:
   1. sample B questions; n responses each from the in-process vLLM engine (pi_old)
   2. rewards from the verifier pool (DAPO: overlong shaping, dynamic sampling)
-  3. old log-probs recomputed by the training model
+  3. pi_old's log-probs from the training model: a no-grad pass for every
+     mini-batch but the first, which takes them from its own update forward
   4. epochs x mini-batches of questions; each mini-batch is split into
      micro-batches that hold whole groups (all n responses of a question in
      one loss call); DeepSpeed accumulates and steps once per mini-batch
@@ -348,7 +349,7 @@ class Trainer:
         return [g for g in groups if id(g) not in on_policy]
 
     @torch.no_grad()
-    def _old_logprobs(self, groups: list[Group], meter: "EntropyMeter") -> None:
+    def _old_logprobs(self, groups: list[Group], meter: EntropyMeter) -> None:
         """pi_old's log-probs of `groups`, and their entropies into `meter`."""
         for micro in self._micro_batches(groups):
             packed = self._packed(micro)
@@ -383,7 +384,7 @@ class Trainer:
             entropy_anchor=self.anchor,
         )
 
-    def _update(self, orders: list[list[Group]], meter: "EntropyMeter") -> dict:
+    def _update(self, orders: list[list[Group]], meter: EntropyMeter) -> dict:
         """epochs x mini-batches; DeepSpeed steps the optimizer at each mini-batch boundary."""
         model = self.engine.module
         sums, count, skipped, tokens = defaultdict(float), 0, 0, 0
