@@ -60,27 +60,76 @@ def questions(count: int, tokenizer) -> list[tuple[str, list[str]]]:
 # ---- rollout ------------------------------------------------------------------
 
 
-def rollout_vllm(rounds: int = 2) -> dict:
-    """The project's engine: `rounds` batches of B questions x n responses."""
+def _vllm_engine_and_prompts(rounds: int):
+    """A started, warmed-up engine and the prompts of `rounds` batches."""
     from rlvr.rollout import RolloutEngine
 
     work, _ = default_work()
-    params = load_params()
     t0 = time.perf_counter()
-    engine = RolloutEngine.from_params(MODEL, params.engine, work.model_dtype)
+    engine = RolloutEngine.from_params(MODEL, load_params().engine, work.model_dtype)
     start = time.perf_counter() - t0
     prompts = [p for p, _ in questions(work.questions * rounds, engine.tokenizer)]
     engine.generate(prompts[:1], n=1, temperature=work.temperature, top_p=1.0, max_tokens=8, progress=False)
+    return engine, prompts, work, start
+
+
+def _vllm_batch(engine, prompts: list[str], work: Work):
+    return engine.generate(prompts, n=work.n, temperature=work.temperature, top_p=1.0,
+                           max_tokens=work.max_tokens, progress=False)
+
+
+def rollout_vllm(rounds: int = 2) -> dict:
+    """The project's engine: `rounds` batches of B questions x n responses."""
+    engine, prompts, work, start = _vllm_engine_and_prompts(rounds)
     tokens, seconds = 0, 0.0
     for r in range(rounds):
-        batch = prompts[r * work.questions:(r + 1) * work.questions]
         t0 = time.perf_counter()
-        outs = engine.generate(batch, n=work.n, temperature=work.temperature, top_p=1.0,
-                               max_tokens=work.max_tokens, progress=False)
+        outs = _vllm_batch(engine, prompts[r * work.questions:(r + 1) * work.questions], work)
         seconds += time.perf_counter() - t0
         tokens += sum(len(c.token_ids) for o in outs for c in o)
     return {"engine": "vllm", "dtype": work.model_dtype, "tokens": tokens, "seconds": seconds,
             "tokens_per_s": tokens / seconds, "engine_start_s": start}
+
+
+# What each kind of op is called in vLLM's CPU path (first match wins).
+OP_KINDS = (("matmul", ("onednn_mm", "aten::mm", "aten::addmm", "aten::bmm")),
+            ("attention", ("attention", "attn", "kv_cache")),
+            ("sampling", ("gumbel", "multinomial", "exponential", "argmax", "top_k", "top_p")))
+
+
+def op_kind(name: str) -> str:
+    low = name.lower()
+    return next((kind for kind, keys in OP_KINDS if any(k in low for k in keys)), "other ops")
+
+
+def time_by_kind(op_self_seconds: list[tuple[str, float]], wall_s: float) -> dict[str, float]:
+    """Ops' self time summed per kind; the wall time no op accounts for is
+    Python: scheduling, input preparation, output processing."""
+    out = {kind: 0.0 for kind, _ in OP_KINDS} | {"other ops": 0.0}
+    for name, seconds in op_self_seconds:
+        out[op_kind(name)] += seconds
+    out["python and scheduling"] = max(wall_s - sum(out.values()), 0.0)
+    return out
+
+
+def rollout_vllm_profile() -> dict:
+    """One batch of the rollout work under torch's profiler: where vLLM's time goes.
+
+    The engine runs in this process and thread, so every op it runs is seen.
+    All requests start together, so the batch takes as many decode steps as
+    its longest response.
+    """
+    engine, prompts, work, _ = _vllm_engine_and_prompts(2)
+    _vllm_batch(engine, prompts[:work.questions], work)  # warm, as in the timed part
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        t0 = time.perf_counter()
+        outs = _vllm_batch(engine, prompts[work.questions:], work)
+        wall = time.perf_counter() - t0
+    ops = [(e.key, e.self_cpu_time_total / 1e6) for e in prof.key_averages()]
+    return {"engine": "vllm", "dtype": work.model_dtype, "seconds": wall,
+            "tokens": sum(len(c.token_ids) for o in outs for c in o),
+            "decode_steps": max(len(c.token_ids) for o in outs for c in o),
+            "seconds_by_kind": time_by_kind(ops, wall)}
 
 
 def generated_lengths(new_tokens: torch.Tensor, eos_ids: set[int]) -> list[int]:
@@ -247,6 +296,7 @@ def trl_step(steps: int = 2) -> dict:
 
 PARTS = {
     "rollout_vllm": rollout_vllm,
+    "rollout_vllm_profile": rollout_vllm_profile,
     # transformers in both precisions: the baseline is whichever is faster here
     "rollout_hf_float32": lambda: rollout_hf("float32"),
     "rollout_hf_bfloat16": lambda: rollout_hf("bfloat16"),

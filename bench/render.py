@@ -34,6 +34,26 @@ def ratios(r: dict) -> dict:
     return out
 
 
+def rollout_budget(r: dict) -> dict | None:
+    """What the profiled vLLM batch says about the rollout target.
+
+    ceiling_speedup: tokens/s if everything but the matmuls took no time,
+    over the transformers baseline. other_budget_ms: what all the non-matmul
+    work may cost per decode step for the target to hold; other_ms: what it
+    costs now.
+    """
+    prof, hf = r.get("parts", {}).get("rollout_vllm_profile"), fastest_hf(r.get("parts", {}))
+    if not (prof and hf):
+        return None
+    kinds, steps = prof["seconds_by_kind"], prof["decode_steps"]
+    matmul = kinds["matmul"]
+    target_s = prof["tokens"] / (TARGETS["rollout_speedup"] * hf["tokens_per_s"])
+    return {"ceiling_speedup": prof["tokens"] / matmul / hf["tokens_per_s"],
+            "matmul_ms": 1e3 * matmul / steps,
+            "other_ms": 1e3 * (sum(kinds.values()) - matmul) / steps,
+            "other_budget_ms": 1e3 * (target_s - matmul) / steps}
+
+
 def verdicts(r: dict) -> list[tuple[str, str, str, bool]]:
     """(target, required, measured, met) for every target that was measured."""
     rows = []
@@ -63,6 +83,25 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
     return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
 
 
+def _rollout_profile(r: dict) -> list[str]:
+    prof = r.get("parts", {}).get("rollout_vllm_profile")
+    if not prof:
+        return []
+    kinds, steps = prof["seconds_by_kind"], prof["decode_steps"]
+    wall = sum(kinds.values())
+    out = [f"Where vLLM's rollout time goes: one batch ({prof['tokens']} tokens, {steps} decode steps, "
+           f"{prof['seconds']:.1f} s) under torch's profiler, which adds its own overhead.", ""]
+    out += _table(["kind", "seconds", "ms per decode step", "share"],
+                  [[k, f"{s:.2f}", f"{1e3 * s / steps:.1f}", f"{100 * s / wall:.0f}%"] for k, s in kinds.items()])
+    b = rollout_budget(r)
+    if b:
+        need = (f"all the rest would have to fit in {b['other_budget_ms']:.1f} ms per decode step; it takes "
+                f"{b['other_ms']:.1f} ms" if b["other_budget_ms"] > 0 else "the matmuls alone take too long")
+        out += ["", f"The matmuls alone ({b['matmul_ms']:.1f} ms per decode step) cap the engine at "
+                f"{b['ceiling_speedup']:.1f}x transformers generate. For {TARGETS['rollout_speedup']:.0f}x, {need}."]
+    return out + [""]
+
+
 def render(r: dict) -> str:
     parts, work = r.get("parts", {}), r.get("work", {})
     out = ["# Benchmark: rollout and RL step, measured side by side in one run", "",
@@ -83,6 +122,7 @@ def render(r: dict) -> str:
                       [[p["engine"], p["dtype"], p["tokens"], f"{p['seconds']:.1f}", f"{p['tokens_per_s']:.1f}",
                         f"{p.get('peak_rss_mib', 0):.0f}"] for p in rollout])
         out.append("")
+    out += _rollout_profile(r)
     steps = [parts[k] for k in ("step_rlvr_grpo", "step_rlvr_disco_logl", "step_trl_grpo") if k in parts]
     if steps:
         out += ["## RL step wall time (rollout + reward + update + weight push)", "",

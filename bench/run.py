@@ -32,8 +32,8 @@ sys.path.insert(0, str(HERE))
 
 from render import render  # noqa: E402
 
-PART_NAMES = ["step_trl_grpo", "step_rlvr_grpo", "step_rlvr_disco_logl", "rollout_vllm", "rollout_hf_float32",
-              "rollout_hf_bfloat16", "scaling"]
+PART_NAMES = ["step_trl_grpo", "step_rlvr_grpo", "step_rlvr_disco_logl", "rollout_vllm", "rollout_vllm_profile",
+              "rollout_hf_float32", "rollout_hf_bfloat16", "scaling"]
 
 
 def run_part(name: str, out: Path) -> None:

@@ -9,8 +9,8 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
 
-from parts import generated_lengths, rl_step_times  # noqa: E402
-from render import ratios, render, verdicts  # noqa: E402
+from parts import generated_lengths, op_kind, rl_step_times, time_by_kind  # noqa: E402
+from render import ratios, render, rollout_budget, verdicts  # noqa: E402
 
 MEASURED = {
     "command": "python bench/run.py",
@@ -74,3 +74,44 @@ def test_rl_step_times_group_updates_into_steps():
 def test_generated_lengths_stop_at_the_first_eos():
     rows = torch.tensor([[5, 6, 2, 0, 0], [5, 6, 7, 8, 9], [2, 0, 0, 0, 0]])
     assert generated_lengths(rows, {2}) == [3, 5, 1]
+
+
+def test_ops_are_grouped_by_kind():
+    assert op_kind("_C::onednn_mm") == "matmul"
+    assert op_kind("_C::cpu_attention_with_kv_cache") == "attention"
+    assert op_kind("vllm::unified_kv_cache_update") == "attention"
+    assert op_kind("_C::fused_gumbel_argmax") == "sampling"
+    assert op_kind("aten::silu") == "other ops"
+
+
+def test_time_by_kind_leaves_the_unaccounted_wall_time_to_python():
+    ops = [("_C::onednn_mm", 4.0), ("aten::mm", 1.0), ("_C::cpu_attention_with_kv_cache", 1.5),
+           ("_C::fused_gumbel_argmax", 0.5), ("aten::silu", 0.25), ("aten::copy_", 0.25)]
+    kinds = time_by_kind(ops, wall_s=10.0)
+    assert kinds == {"matmul": 5.0, "attention": 1.5, "sampling": 0.5, "other ops": 0.5,
+                     "python and scheduling": 2.5}
+    assert time_by_kind(ops, wall_s=7.0)["python and scheduling"] == 0.0  # never negative
+
+
+PROFILED = {**MEASURED, "parts": {**MEASURED["parts"], "rollout_vllm_profile": {
+    "engine": "vllm", "dtype": "float32", "seconds": 4.0, "tokens": 300, "decode_steps": 100,
+    "seconds_by_kind": {"matmul": 1.0, "attention": 1.0, "sampling": 0.5, "other ops": 0.5,
+                        "python and scheduling": 1.0}}}}
+
+
+def test_rollout_budget_from_the_profiled_batch():
+    b = rollout_budget(PROFILED)  # baseline: transformers float32, 50 tokens/s
+    assert b["ceiling_speedup"] == pytest.approx(300 / 1.0 / 50)  # matmuls only: 300 tok/s
+    assert b["matmul_ms"] == pytest.approx(10.0)
+    assert b["other_ms"] == pytest.approx(30.0)
+    # 6x = 300 tok/s -> 1.0 s for the batch, all of it matmul: nothing left for the rest
+    assert b["other_budget_ms"] == pytest.approx(0.0)
+    assert rollout_budget(MEASURED) is None  # not profiled
+
+
+def test_render_shows_the_rollout_profile():
+    md = render(PROFILED)
+    assert "| matmul | 1.00 | 10.0 | 25% |" in md
+    assert "| python and scheduling | 1.00 | 10.0 | 25% |" in md
+    assert "cap the engine at 6.0x transformers generate" in md
+    assert "the matmuls alone take too long" in md
