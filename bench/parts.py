@@ -73,9 +73,11 @@ def _vllm_engine_and_prompts(rounds: int):
     return engine, prompts, work, start
 
 
-def _vllm_batch(engine, prompts: list[str], work: Work):
-    return engine.generate(prompts, n=work.n, temperature=work.temperature, top_p=1.0,
+def _vllm_batch(engine, prompts: list[str], work: Work) -> list[int]:
+    """Generate B x n responses; the number of tokens of each."""
+    outs = engine.generate(prompts, n=work.n, temperature=work.temperature, top_p=1.0,
                            max_tokens=work.max_tokens, progress=False)
+    return [len(c.token_ids) for o in outs for c in o]
 
 
 def rollout_vllm(rounds: int = 2) -> dict:
@@ -84,9 +86,8 @@ def rollout_vllm(rounds: int = 2) -> dict:
     tokens, seconds = 0, 0.0
     for r in range(rounds):
         t0 = time.perf_counter()
-        outs = _vllm_batch(engine, prompts[r * work.questions:(r + 1) * work.questions], work)
+        tokens += sum(_vllm_batch(engine, prompts[r * work.questions:(r + 1) * work.questions], work))
         seconds += time.perf_counter() - t0
-        tokens += sum(len(c.token_ids) for o in outs for c in o)
     return {"engine": "vllm", "dtype": work.model_dtype, "tokens": tokens, "seconds": seconds,
             "tokens_per_s": tokens / seconds, "engine_start_s": start}
 
@@ -123,13 +124,11 @@ def rollout_vllm_profile() -> dict:
     _vllm_batch(engine, prompts[:work.questions], work)  # warm, as in the timed part
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         t0 = time.perf_counter()
-        outs = _vllm_batch(engine, prompts[work.questions:], work)
+        lengths = _vllm_batch(engine, prompts[work.questions:], work)
         wall = time.perf_counter() - t0
     ops = [(e.key, e.self_cpu_time_total / 1e6) for e in prof.key_averages()]
-    return {"engine": "vllm", "dtype": work.model_dtype, "seconds": wall,
-            "tokens": sum(len(c.token_ids) for o in outs for c in o),
-            "decode_steps": max(len(c.token_ids) for o in outs for c in o),
-            "seconds_by_kind": time_by_kind(ops, wall)}
+    return {"engine": "vllm", "dtype": work.model_dtype, "seconds": wall, "tokens": sum(lengths),
+            "decode_steps": max(lengths), "seconds_by_kind": time_by_kind(ops, wall)}
 
 
 def generated_lengths(new_tokens: torch.Tensor, eos_ids: set[int]) -> list[int]:

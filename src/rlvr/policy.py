@@ -196,7 +196,7 @@ def evaluate_tokens(model, packed: Packed, temperature: float, entropies=(), gra
     out = {"logp": token_logprobs(logits, packed.response_ids[mask], temperature)}
     differentiable = [n for n in entropies if n in grad_entropies and torch.is_grad_enabled()]
     if differentiable:
-        scaled = logits.float() / temperature
+        scaled = logits.to(_compute_dtype(logits)) / temperature
         out.update({n: _entropy(n, scaled, topp) for n in differentiable})
     measured = [n for n in entropies if n not in differentiable]
     out.update(_measured_entropies(logits, temperature, measured, topp))

@@ -260,7 +260,7 @@ class Trainer:
         t0 = time.perf_counter()
         groups, n_rollout_tokens = self._collect(timer)
         orders = self._epoch_orders(groups)
-        meter = EntropyMeter(keep_for_anchor="topp_entropy" in self.needs and self.anchor is None)
+        meter = EntropyMeter(keep_for_anchor=self._anchor_pending)
         with timer("old_logprobs"):
             self._old_logprobs(self._need_old_pass(groups, orders[0]), meter)
         with timer("update"):
@@ -343,7 +343,7 @@ class Trainer:
         forward. SIREN's first step is the exception: its anchor is over every
         rollout of the step and must exist before the first loss.
         """
-        if self.anchor is None and "topp_entropy" in self.needs:
+        if self._anchor_pending:
             return groups
         on_policy = {id(g) for g in first_order[: self.t.mini_batch_questions]}
         return [g for g in groups if id(g) not in on_policy]
@@ -359,6 +359,11 @@ class Trainer:
             _keep_old_logp(micro, out["logp"])
         if meter.keep_for_anchor and meter.kept:
             self.anchor = meter.anchor(self.hp.peak_quantile)
+
+    @property
+    def _anchor_pending(self) -> bool:
+        """SIREN before its first step: the anchor comes from this step's rollouts."""
+        return "topp_entropy" in self.needs and self.anchor is None
 
     @property
     def _topp(self) -> dict:
