@@ -6,10 +6,11 @@ import pytest
 import torch
 
 from rlvr.config import ObjectiveParams
-from rlvr.objectives import OBJECTIVES, PolicyBatch
-from rlvr.objectives.base import group_advantages, policy_kl, seq_mean, token_mean, zero_variance_share
+from rlvr.objectives import NAMES, NEEDS, NEEDS_GRAD
+from rlvr.objectives.base import PolicyBatch, group_advantages, policy_kl, seq_mean, token_mean, zero_variance_share
 from rlvr.objectives.disco import disco, scores
-from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er, overlong_penalty
+from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er, grpo_rw, overlong_penalty, reweighted_advantages
+from rlvr.objectives.registry import OBJECTIVES
 from rlvr.objectives.siren import aggregate, anchor_value, peak_entropy_mask, siren, topp_entropy
 
 A = 1 / math.sqrt(2)  # |advantage| of rewards [1, 0] with the sample std
@@ -81,6 +82,51 @@ def test_dr_grpo_hand_value():
     assert out.loss.item() == pytest.approx(-0.65 / 8, rel=1e-5)
 
 
+def test_grpo_rw_removes_the_question_weight():
+    # n = 4, one correct (p = 1/4): +1/p = 4 and -1/(1 - p) = -4/3; all-equal group: 0
+    adv = reweighted_advantages(torch.tensor([1.0, 0, 0, 0, 1, 1, 1, 1]), 4)
+    assert torch.allclose(adv, torch.tensor([4.0, -4 / 3, -4 / 3, -4 / 3, 0, 0, 0, 0]))
+    # GRPO's advantage = GRPO_RW's times sqrt(p (1 - p)) (population std): the difficulty weight
+    p = 0.25
+    grpo_pop = (torch.tensor([1.0, 0, 0, 0]) - p) / math.sqrt(p * (1 - p))
+    assert torch.allclose(adv[:4] * math.sqrt(p * (1 - p)), grpo_pop)
+
+
+def test_grpo_rw_hand_value():
+    # rewards [1, 0]: p = 1/2, A = [+2, -2]. Ratios [1.5, 0.9] and [0.5]; clip 0.2:
+    # response 0: max(-1.5*2, -1.2*2) = -2.4, max(-0.9*2, -0.9*2) = -1.8 -> mean -2.1
+    # response 1: max(0.5*2, 0.8*2) = 1.6 -> mean over responses (-2.1 + 1.6) / 2
+    out = grpo_rw(two_response_batch(), hp())
+    assert out.loss.item() == pytest.approx((-2.1 + 1.6) / 2, rel=1e-5)
+
+
+def test_dapo_dual_clip_caps_negative_advantages():
+    # response 1 (A = -a) has ratio 0.5 -> unclipped loss 0.5a; with ratio 4 it would be 4a, capped at c*a = 3a
+    b = two_response_batch()
+    b.logp = torch.tensor([[math.log(1.5), math.log(0.9)], [math.log(4.0), 7.0]], requires_grad=True)
+    free = dapo(b, hp(clip_low=0.2, clip_high=0.28)).loss.item()
+    capped = dapo(b, hp(clip_low=0.2, clip_high=0.28, dual_clip=3.0)).loss.item()
+    assert free == pytest.approx((-1.28 - 0.9 + 4.0) * A / 3, rel=1e-5)
+    assert capped == pytest.approx((-1.28 - 0.9 + 3.0) * A / 3, rel=1e-5)
+
+
+def test_dapo_token_norm_makes_split_batches_one_token_mean():
+    # Two loss calls over one batch: averaging (sum_i / token_norm) over the calls, with token_norm the
+    # mean tokens per call, is the batch's token mean; averaging each call's own token mean is not.
+    torch.manual_seed(0)
+    logp = torch.randn(4, 3)
+    mask = torch.tensor([[1.0, 1, 1], [1, 0, 0], [1, 1, 0], [1, 0, 0]])
+    rewards = torch.tensor([1.0, 0, 0, 1])
+    whole = dapo(PolicyBatch(logp, torch.zeros(4, 3), mask, rewards, 2), hp()).loss
+    norm = mask.sum().item() / 2
+    halves = [dapo(PolicyBatch(logp[i:i + 2], torch.zeros(2, 3), mask[i:i + 2], rewards[i:i + 2], 2,
+                               token_norm=norm), hp()).loss for i in (0, 2)]
+    own = [dapo(PolicyBatch(logp[i:i + 2], torch.zeros(2, 3), mask[i:i + 2], rewards[i:i + 2], 2), hp()).loss
+           for i in (0, 2)]
+    assert (sum(halves) / 2).item() == pytest.approx(whole.item(), rel=1e-6)
+    assert (sum(own) / 2).item() != pytest.approx(whole.item(), rel=1e-3)
+
+
 def test_dapo_clip_higher_token_level():
     out = dapo(two_response_batch(), hp(clip_low=0.2, clip_high=0.28))
     # -1.28a - 0.9a + 0.8a over 3 real tokens
@@ -101,7 +147,7 @@ def test_empty_response_mask_gives_no_nan():
                     mask=torch.tensor([[1.0, 1, 0], [0, 0, 0]]), rewards=torch.tensor([1.0, 0.0]), group_size=2,
                     max_response_len=3)
     for name, fn in OBJECTIVES.items():
-        if name in ("grpo_er", "siren"):
+        if name in NEEDS:  # entropy objectives: covered with entropies in their own tests
             continue
         assert torch.isfinite(fn(b, hp()).loss), name
     assert seq_mean(torch.ones(2, 3), b.mask).tolist() == [1.0, 0.0]
@@ -254,13 +300,34 @@ def test_siren_loss_hand_value_with_dual_clip():
     logp = torch.tensor([[math.log(1.0)], [math.log(5.0)]], requires_grad=True)
     h = torch.tensor([[1.0], [3.0]])
     b = PolicyBatch(logp=logp, old_logp=torch.zeros(2, 1), mask=torch.ones(2, 1), rewards=torch.tensor([1.0, 0.0]),
-                    group_size=2, topp_entropy=h, entropy_anchor=0.5)
+                    group_size=2, max_response_len=4, topp_entropy=h, entropy_anchor=0.5)
     out = siren(b, hp(clip_low=0.2, clip_high=0.2, dual_clip=3.0, entropy_coef=0.005))
     # response 0: -1 * 0.5; response 1: max(5*0.5, 1.2*0.5) = 2.5 capped by dual clip at 3*0.5 = 1.5
-    policy = (-0.5 + 1.5) / 2
+    # seq-mean-token-sum-norm: (-0.5 + 1.5) / (2 responses * max_response_len 4) = 0.125
+    # (the old token mean gave 1.0 / 2 real tokens = 0.5)
+    policy = (-0.5 + 1.5) / (2 * 4)
     # single-token responses: quantile = the value, strict '>' keeps nothing -> agg 0
     reg = (0.0 - 0.5) ** 2
     assert out.loss.item() == pytest.approx(policy + 0.005 * reg, rel=1e-5)
+
+
+def test_siren_policy_term_is_seq_mean_token_sum_norm():
+    # two_response_batch: Dr. GRPO A = [+0.5, -0.5]; ratios r0 [1.5, 0.9], r1 [0.5, <pad>]; max_response_len 4
+    h = torch.tensor([[1.0, 3.0], [2.0, 9.0]])  # the padded 9 must not count
+    b = two_response_batch(topp_entropy=h, entropy_anchor=1.0)
+    out = siren(b, hp(clip_low=0.2, clip_high=0.2, dual_clip=3.0, entropy_coef=0.005))
+    # tokens: -min(1.5, 1.2)*0.5 = -0.6; -0.9*0.5 = -0.45; max(0.5*0.5, 0.8*0.5) = 0.4 (dual cap 1.5)
+    # sum -0.65 / (2 * 4) = -0.08125 — a token mean would give -0.65 / 3 = -0.2167
+    # regularizer: r0 quantile(0.8) of [1, 3] = 2.6 -> keeps 3; r1 has one real token -> keeps none (0)
+    # agg = (3 + 0) / 2 = 1.5; (1.5 - 1.0)^2 = 0.25
+    assert out.metrics["siren_entropy"] == pytest.approx(1.5)
+    assert out.loss.item() == pytest.approx(-0.65 / 8 + 0.005 * 0.25, rel=1e-5)
+    (g,) = torch.autograd.grad(out.loss, b.logp)
+    # only the unclipped token r0 t1 moves: d(-A rho)/dlogp = -0.5 * 0.9, over 8
+    assert torch.allclose(g, torch.tensor([[0.0, -0.45 / 8], [0.0, 0.0]]), atol=1e-7)
+    b.max_response_len = 0
+    with pytest.raises(ValueError, match="max_response_len"):
+        siren(b, hp())
 
 
 def test_every_objective_registered_and_differentiable():
@@ -270,7 +337,10 @@ def test_every_objective_registered_and_differentiable():
                     rewards=torch.tensor([1.0, 0, 0, 1]), group_size=2, max_response_len=3,
                     entropy=torch.rand(4, 3, requires_grad=True),
                     topp_entropy=torch.rand(4, 3, requires_grad=True), entropy_anchor=0.3)
-    assert set(OBJECTIVES) == {"grpo", "grpo_er", "dr_grpo", "dapo", "disco", "siren"}
+    assert set(OBJECTIVES) == {"grpo", "grpo_rw", "grpo_er", "dr_grpo", "dapo", "disco", "siren",
+                               "entropy_reg", "clip_cov", "kl_cov", "entropy_adv", "forking_80_20"}
+    assert tuple(OBJECTIVES) == NAMES and set(NEEDS) <= set(NAMES)
+    assert all(NEEDS_GRAD[k] <= NEEDS[k] for k in NEEDS_GRAD)
     for name, fn in OBJECTIVES.items():
         (g,) = torch.autograd.grad(fn(b, hp(entropy_coef=0.01)).loss, logp, retain_graph=True)
         assert torch.isfinite(g).all() and g.abs().sum() > 0, name

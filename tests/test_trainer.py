@@ -281,7 +281,7 @@ def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
 
 def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_path):
     import torch
-    from rlvr.objectives import LossOutput
+    from rlvr.objectives.base import LossOutput
     from rlvr.trainer import Trainer, TrainingStopped
 
     params, engine, _ = setup

@@ -38,10 +38,31 @@ class ArithmeticParams:
 class DataParams:
     source: str = "offline"  # offline: data/vendor; online: the hub through `datasets`
     vendor_dir: str = "data/vendor"
-    out_dir: str = "data/prepared"
+    out_dir: str = "data/prepared"  # train/ (the RL mixture) and eval/ (held-out sets), apart
     train_sets: list[str] = field(default_factory=lambda: ["arithmetic"])
     benchmarks: list[str] = field(default_factory=lambda: ["math500"])
     arithmetic: ArithmeticParams = field(default_factory=ArithmeticParams)
+
+    @property
+    def train_dir(self) -> Path:
+        return Path(self.out_dir) / "train"
+
+    @property
+    def eval_dir(self) -> Path:
+        return Path(self.out_dir) / "eval"
+
+
+PROBLEM = "{problem}"  # where the problem goes in prompt.user
+
+
+@dataclass
+class PromptParams:
+    """How a problem becomes the model's input, and where its answer is read."""
+
+    user: str = PROBLEM + "\nPlease reason step by step, and put your final answer within \\boxed{}."
+    system: str | None = None  # a system turn before the user turn (SIREN's Qwen-math prompt)
+    chat_template: bool = True  # through the tokenizer's chat template, generation prompt added
+    answer_after: str | None = None  # grade only the text after this marker (R1-distill: "</think>")
 
 
 @dataclass
@@ -85,9 +106,28 @@ class TrackingParams:
 
 
 @dataclass
+class LauncherParams:
+    """How the train and evaluate stages start: one process, or the DeepSpeed launcher."""
+
+    kind: str = "python"  # python: one process | deepspeed: `deepspeed` starts the ranks
+    procs_per_node: int = 1  # ranks per node: GPUs per node (on CPU, gloo ranks sharing the cores)
+    nodes: int = 1
+    hostfile: str | None = None  # DeepSpeed hostfile ("host slots=N" per line); needed for nodes > 1
+    master_addr: str | None = None  # rank 0's address for several nodes (default: the first host)
+    master_port: int = 29500
+    timeout_s: float = 1800.0  # a collective that waits longer ends the job (a dead or stuck rank)
+
+    @property
+    def world(self) -> int:
+        return self.procs_per_node * self.nodes
+
+
+@dataclass
 class Params:
     seed: int = 0
     data: DataParams = field(default_factory=DataParams)
+    prompt: PromptParams = field(default_factory=PromptParams)
+    launcher: LauncherParams = field(default_factory=LauncherParams)
     model: ModelParams = field(default_factory=ModelParams)
     engine: EngineParams = field(default_factory=EngineParams)
     eval: EvalParams = field(default_factory=EvalParams)
@@ -245,6 +285,28 @@ def check_params(p: Params, problems: list[str]) -> None:
         problems.append(f"'model.dtype' must be auto, bfloat16, float16 or float32, got '{p.model.dtype}'")
     if p.verifier.workers < 1:
         problems.append("'verifier.workers' must be >= 1")
+    if p.prompt.user.count(PROBLEM) != 1:
+        problems.append(f"'prompt.user' must contain {PROBLEM} exactly once, got {p.prompt.user!r}")
+    check_launcher(p.launcher, problems)
+
+
+def check_launcher(lc: LauncherParams, problems: list[str]) -> None:
+    """What can be checked without the machine (GPU counts, hosts: see rlvr.launch)."""
+    if lc.kind not in ("python", "deepspeed"):
+        problems.append(_unknown("launcher.kind", lc.kind, ("python", "deepspeed")))
+    if lc.procs_per_node < 1 or lc.nodes < 1:
+        problems.append(f"'launcher.procs_per_node' and 'launcher.nodes' must be >= 1, "
+                        f"got {lc.procs_per_node} and {lc.nodes}")
+    if lc.kind == "python" and lc.world > 1:
+        problems.append(f"'launcher.kind: python' starts one process, but procs_per_node x nodes = {lc.world}; "
+                        "set launcher.kind: deepspeed to start several ranks")
+    if lc.nodes > 1 and not lc.hostfile:
+        problems.append(f"'launcher.nodes' is {lc.nodes}: several nodes need 'launcher.hostfile' "
+                        "(one 'host slots=N' line per node)")
+    if lc.hostfile and not Path(lc.hostfile).exists():
+        problems.append(f"'launcher.hostfile' {lc.hostfile} does not exist")
+    if lc.timeout_s <= 0:
+        problems.append(f"'launcher.timeout_s' must be > 0, got {lc.timeout_s}")
 
 
 def _unknown(where: str, name, valid) -> str:
@@ -271,22 +333,23 @@ class TrainParams:
     top_p: float = 1.0
     lr: float = 1e-5
     weight_decay: float = 0.0
-    warmup_steps: int = 0
+    warmup_steps: int = 0  # linear from 0 over this many rollout steps (verl's constant-with-warmup)
     grad_clip: float = 1.0
     zero_stage: int = 2
     bf16: bool = True
     gradient_checkpointing: bool = False
     checkpoint_every: int = 2
+    eval_every: int = 0  # keep an HF snapshot every this many steps for evaluation (0: only the final model)
     max_bad_steps: int = 3  # consecutive non-finite updates before the run stops
     seed: int = 0
 
 
 @dataclass
 class ObjectiveParams:
-    objective: str = "grpo"  # grpo | grpo_er | dr_grpo | dapo | disco | siren
+    objective: str = "grpo"  # a name in rlvr.objectives.NAMES
     clip_low: float = 0.2
     clip_high: float = 0.2  # DAPO clip-higher: 0.28
-    dual_clip: float | None = None  # SIREN: 3.0 for negative advantages
+    dual_clip: float | None = None  # cap for negative advantages: SIREN 3, DAPO (verl recipe) 10
     adv_eps: float = 1e-6
     kl_coef: float = 0.0  # GRPO's k3 KL to a frozen reference; 0 = no reference model
     entropy_coef: float = 0.0  # grpo_er bonus / SIREN regularizer weight
@@ -299,9 +362,20 @@ class ObjectiveParams:
     entropy_top_p: float = 0.8  # SIREN nucleus
     entropy_top_k: int = 10000
     peak_quantile: float = 0.8  # SIREN peak-entropy mask
-    dynamic_sampling: bool = False  # DAPO: drop all-equal groups, refill from new questions
+    incorrect_reward: float = 0.0  # reward of a wrong answer; DAPO: -1 (its reward is +1 / -1)
+    dynamic_sampling: bool = False  # DAPO: drop groups whose accuracies are all equal, refill from new questions
     dynamic_sampling_rounds: int = 3  # extra rollout rounds at most per step
     overlong_buffer: int = 0  # DAPO soft overlong punishment (0 = off)
+    # SIREN's entropy baselines (objectives/entropy_baselines.py); defaults = Linn3a/siren's effective values
+    cov_clip_ratio: float = 2e-4  # Clip-Cov: share of real tokens detached (at least 1), drawn from the band
+    cov_clip_bounds_low: float = 1.0  # Clip-Cov: band lower bound, cov > low (strict)
+    cov_clip_bounds_high: float = 5.0  # Clip-Cov: band upper bound, cov < high (strict)
+    kl_cov_ratio: float = 2e-4  # KL-Cov: share of real tokens (top covariance, at least 1) given the KL term
+    kl_cov_coef: float = 1.0  # KL-Cov: weight of |log p - log p_old| on the selected tokens
+    entropy_adv_alpha: float = 0.4  # Entropy-Adv: A + min(alpha * H.detach(), |A| / kappa)
+    entropy_adv_kappa: float = 1.0  # Entropy-Adv: SIREN's code uses 1 (Cheng et al. require kappa > 1)
+    forking_top_ratio: float = 0.2  # 80/20: keep tokens with H above the (1 - ratio) quantile
+    forking_scope: str = "response"  # 80/20 quantile: 'response' (SIREN's code) | 'batch' (Wang et al.)
 
 
 @dataclass
@@ -310,8 +384,6 @@ class MethodConfig:
     train: TrainParams
     objective: ObjectiveParams
 
-
-GROUP_OBJECTIVES = ("grpo", "grpo_er", "dr_grpo", "dapo", "disco", "siren")
 
 
 def method_config(params: Params, name: str) -> MethodConfig:
@@ -342,20 +414,26 @@ def method_config(params: Params, name: str) -> MethodConfig:
 
 
 def check_method(name: str, t: TrainParams, o: ObjectiveParams, params: Params, problems: list[str]) -> None:
-    from rlvr.objectives import OBJECTIVES
+    from rlvr.objectives import NAMES
 
     where = f"methods.{name}"
-    if o.objective not in OBJECTIVES:
-        problems.append(_unknown(f"{where}.objective", o.objective, list(OBJECTIVES)))
-    if o.objective in GROUP_OBJECTIVES and t.responses_per_question < 2:
+    if o.objective not in NAMES:
+        problems.append(_unknown(f"{where}.objective", o.objective, NAMES))
+    if t.responses_per_question < 2:  # every objective compares the responses of a question
         problems.append(f"'{where}': {o.objective} compares responses within a group; "
                         f"responses_per_question must be >= 2, got {t.responses_per_question}")
     if t.mini_batch_questions < 1 or t.questions_per_step % max(t.mini_batch_questions, 1):
         problems.append(f"'train.mini_batch_questions' ({t.mini_batch_questions}) must divide "
                         f"'train.questions_per_step' ({t.questions_per_step})")
-    if t.micro_batch_questions < 1 or t.mini_batch_questions % max(t.micro_batch_questions, 1):
-        problems.append(f"'train.micro_batch_questions' ({t.micro_batch_questions}) must divide "
-                        f"'train.mini_batch_questions' ({t.mini_batch_questions})")
+    world = params.launcher.world
+    per_rank = t.mini_batch_questions // world if t.mini_batch_questions % world == 0 else 0
+    if per_rank == 0:
+        problems.append(f"'train.mini_batch_questions' ({t.mini_batch_questions}) must be a multiple of the "
+                        f"number of ranks ({world} = launcher.procs_per_node x launcher.nodes): "
+                        "each rank takes an equal share of every mini-batch")
+    elif t.micro_batch_questions < 1 or per_rank % t.micro_batch_questions:
+        problems.append(f"'train.micro_batch_questions' ({t.micro_batch_questions}) must divide each rank's "
+                        f"share of a mini-batch (mini_batch_questions / ranks = {per_rank})")
     if t.max_response_tokens >= params.engine.max_model_len:
         problems.append(f"'train.max_response_tokens' ({t.max_response_tokens}) must be below "
                         f"'engine.max_model_len' ({params.engine.max_model_len}), which must hold the prompt too")
@@ -370,6 +448,12 @@ def check_method(name: str, t: TrainParams, o: ObjectiveParams, params: Params, 
             problems.append(_unknown(f"{where}.{key}", getattr(o, key), valid))
     if o.tau <= 0:
         problems.append(f"'{where}.tau' must be > 0")
+    if o.forking_scope not in ("response", "batch"):
+        problems.append(_unknown(f"{where}.forking_scope", o.forking_scope, ("response", "batch")))
+    if t.eval_every < 0:
+        problems.append(f"'train.eval_every' must be >= 0 (0: only the final model), got {t.eval_every}")
+    if t.warmup_steps < 0:
+        problems.append(f"'train.warmup_steps' must be >= 0, got {t.warmup_steps}")
     if o.overlong_buffer >= t.max_response_tokens:
         problems.append(f"'{where}.overlong_buffer' must be below train.max_response_tokens")
 

@@ -32,7 +32,9 @@ from rlvr import checkpoint
 from rlvr.config import MethodConfig, Params
 from rlvr.data.prompts import build_prompt
 from rlvr.data.records import Record, read_records
-from rlvr.objectives import NEEDS, OBJECTIVES, PolicyBatch
+from rlvr.objectives import NEEDS
+from rlvr.objectives.base import PolicyBatch
+from rlvr.objectives.registry import OBJECTIVES
 from rlvr.objectives.base import policy_kl, token_mean, zero_variance_share
 from rlvr.objectives.grpo import overlong_penalty
 from rlvr.objectives.siren import anchor_value

@@ -1,20 +1,26 @@
 """Objectives behind one interface: `loss = OBJECTIVES[name](batch, hp)`.
 
 Each is a pure function of a PolicyBatch (tensors and masks) and the method's
-hyperparameters. To add one: write a function here (or a module of its own)
-and register it below, then add a params entry under `methods:`.
+hyperparameters. The functions are registered in `rlvr.objectives.registry`;
+this package itself holds only their names and needs, so that validating a
+params file does not import any loss (or torch).
+
+To add one: write the function in a module here, add its name to NAMES (and
+to NEEDS if it reads entropies), register it in registry.py, then add a
+params entry under `methods:`.
 """
 
-from __future__ import annotations
+NAMES = (
+    "grpo", "grpo_rw", "grpo_er", "dr_grpo", "dapo", "disco", "siren",
+    # SIREN's entropy baselines (entropy_baselines.py)
+    "entropy_reg", "clip_cov", "kl_cov", "entropy_adv", "forking_80_20",
+)
 
-from rlvr.objectives.base import LossOutput, PolicyBatch
-from rlvr.objectives.disco import disco
-from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er
-from rlvr.objectives.siren import siren
-
-OBJECTIVES = {"grpo": grpo, "grpo_er": grpo_er, "dr_grpo": dr_grpo, "dapo": dapo, "disco": disco, "siren": siren}
-
-# What the trainer must compute besides log-probs for each objective.
-NEEDS = {"grpo_er": {"entropy"}, "siren": {"topp_entropy"}}
-
-__all__ = ["OBJECTIVES", "NEEDS", "PolicyBatch", "LossOutput"]
+# What the trainer computes besides log-probs, per objective.
+NEEDS = {
+    "grpo_er": {"entropy"}, "siren": {"topp_entropy"},
+    "entropy_reg": {"entropy"}, "entropy_adv": {"entropy"}, "forking_80_20": {"entropy"},
+}
+# The entropies that carry gradient into the loss; entropy_adv and forking_80_20
+# only read theirs (advantage shaping, token selection), so it is measured without.
+NEEDS_GRAD = {"grpo_er": {"entropy"}, "siren": {"topp_entropy"}, "entropy_reg": {"entropy"}}

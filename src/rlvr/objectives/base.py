@@ -24,6 +24,7 @@ class PolicyBatch:
     entropy: torch.Tensor | None = None  # [N, T] full-vocabulary entropy (carries grad)
     topp_entropy: torch.Tensor | None = None  # [N, T] SIREN's top-p entropy (carries grad)
     entropy_anchor: float | None = None  # SIREN's H_anchor
+    token_norm: float | None = None  # token-mean divisor per loss call (DAPO); None: this batch's own count
 
     @property
     def n_groups(self) -> int:
@@ -55,6 +56,16 @@ def seq_mean_then_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return seq_mean(x, mask).mean()
 
 
+def seq_sum_norm(x: torch.Tensor, mask: torch.Tensor, max_response_len: int) -> torch.Tensor:
+    """verl's seq-mean-token-sum-norm (Dr. GRPO, SIREN and its baselines): the sum
+    over every real token divided by the constant (number of responses * max
+    response length), so a response's weight does not depend on its length and
+    padding or masked-out tokens still count in the denominator."""
+    if max_response_len <= 0:
+        raise ValueError("seq-mean-token-sum-norm needs max_response_len > 0")
+    return masked_sum(x, mask) / (x.shape[0] * max_response_len)
+
+
 def group_advantages(rewards: torch.Tensor, n: int, scale: bool = True, eps: float = 1e-6) -> torch.Tensor:
     """A_i = r_i - mean_group(r), divided by (std_group(r) + eps) when `scale`.
 
@@ -78,9 +89,10 @@ def zero_variance_share(rewards: torch.Tensor, n: int) -> float:
 def clipped_policy_loss(logp, old_logp, adv, clip_low: float, clip_high: float, dual_clip: float | None = None):
     """Per-token PPO-clip loss -min(rho A, clip(rho, 1-cl, 1+ch) A) ([N, T]), and
     which tokens were clipped. With `dual_clip` c, a negative-advantage token's
-    loss is capped at -c A (the dual-clip PPO bound)."""
+    loss is capped at -c A (the dual-clip PPO bound). `adv` is per response ([N])
+    or per token ([N, T], e.g. an entropy-shaped advantage)."""
     ratio = torch.exp(logp - old_logp)
-    a = adv.unsqueeze(-1)
+    a = adv if adv.dim() == logp.dim() else adv.unsqueeze(-1)
     unclipped = -ratio * a
     clipped = -torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * a
     loss = torch.maximum(unclipped, clipped)

@@ -1,4 +1,4 @@
-"""The GRPO family: GRPO, GRPO with an entropy bonus, Dr. GRPO, DAPO."""
+"""The GRPO family: GRPO, GRPO_RW, GRPO with an entropy bonus, Dr. GRPO, DAPO."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from rlvr.objectives.base import (
     k3_kl,
     masked_sum,
     seq_mean_then_mean,
+    seq_sum_norm,
     token_mean,
 )
 
@@ -36,6 +37,29 @@ def grpo(batch: PolicyBatch, hp) -> LossOutput:
     return LossOutput(loss, metrics)
 
 
+def reweighted_advantages(rewards: torch.Tensor, n: int) -> torch.Tensor:
+    """GRPO_RW's advantages: (r_i - p) / (p (1 - p)) per group, p the group's
+    accuracy (rewards read as correct when > 0.5); 0 for an all-equal group.
+
+    For binary rewards GRPO's (r_i - p) / sqrt(p (1 - p)) weighs each question
+    by omega(p) = sqrt(p (1 - p)) relative to this (DisCO, Proposition 1):
+    dividing once more by that weight removes the difficulty bias. A correct
+    response gets +1/p, a wrong one -1/(1 - p)."""
+    correct = (rewards > 0.5).float().view(-1, n)
+    p = correct.mean(dim=1, keepdim=True)
+    var = p * (1 - p)
+    adv = torch.where(var > 0, (correct - p) / var.clamp(min=1e-12), torch.zeros_like(correct))
+    return adv.reshape(-1)
+
+
+def grpo_rw(batch: PolicyBatch, hp) -> LossOutput:
+    """GRPO with the question-level weight removed (DisCO's difficulty-bias
+    ablation): reweighted advantages, PPO clip and aggregation as grpo."""
+    adv = reweighted_advantages(batch.rewards, batch.group_size)
+    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high)
+    return LossOutput(seq_mean_then_mean(per_token, batch.mask), _stats(batch, clipped))
+
+
 def grpo_er(batch: PolicyBatch, hp) -> LossOutput:
     """GRPO minus entropy_coef * mean token entropy (full vocabulary)."""
     if batch.entropy is None:
@@ -54,17 +78,24 @@ def dr_grpo(batch: PolicyBatch, hp) -> LossOutput:
         raise ValueError("dr_grpo needs max_response_len > 0")
     adv = group_advantages(batch.rewards, batch.group_size, scale=False)
     per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high)
-    n_seq = batch.rewards.numel()
-    loss = masked_sum(per_token, batch.mask) / (n_seq * batch.max_response_len)
+    loss = seq_sum_norm(per_token, batch.mask, batch.max_response_len)
     return LossOutput(loss, _stats(batch, clipped))
 
 
 def dapo(batch: PolicyBatch, hp) -> LossOutput:
-    """Clip-higher (1 - clip_low, 1 + clip_high), token-level aggregation, no KL.
-    Dynamic sampling and overlong shaping act on the rollouts (trainer/rewards)."""
+    """Clip-higher (1 - clip_low, 1 + clip_high), dual clip (verl's DAPO recipe:
+    c = 10), token-level aggregation, no KL.
+
+    Token level means one division for the whole batch: the summed token
+    losses over the number of real tokens. When the batch is split into
+    several loss calls (micro-batches, ranks), `batch.token_norm` carries that
+    count per loss call, so the averaged calls still give the batch's token mean.
+    Dynamic sampling and overlong shaping act on the rollouts (rlvr.groups)."""
     adv = group_advantages(batch.rewards, batch.group_size, scale=True, eps=hp.adv_eps)
-    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high)
-    return LossOutput(token_mean(per_token, batch.mask), _stats(batch, clipped))
+    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
+                                             dual_clip=hp.dual_clip)
+    norm = batch.token_norm if batch.token_norm is not None else batch.mask.sum().clamp(min=1)
+    return LossOutput(masked_sum(per_token, batch.mask) / norm, _stats(batch, clipped))
 
 
 def overlong_penalty(lengths: torch.Tensor, max_len: int, buffer: int) -> torch.Tensor:

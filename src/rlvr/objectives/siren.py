@@ -1,6 +1,7 @@
 """SIREN: Selective Entropy Regularization (arXiv 2509.25133).
 
-A Dr. GRPO-style policy loss plus entropy_coef * (agg(H, M) - H_anchor)^2,
+A Dr. GRPO-style policy loss (aggregated seq-mean-token-sum-norm, as the
+official loss_agg_mode) plus entropy_coef * (agg(H, M) - H_anchor)^2,
 where H is the entropy of the top-p nucleus (where to explore in the
 vocabulary), M keeps each response's peak-entropy tokens (where in the
 sequence), and H_anchor is the initial policy's value (how much).
@@ -10,7 +11,14 @@ from __future__ import annotations
 
 import torch
 
-from rlvr.objectives.base import LossOutput, PolicyBatch, clipped_policy_loss, group_advantages, token_mean
+from rlvr.objectives.base import (
+    LossOutput,
+    PolicyBatch,
+    clipped_policy_loss,
+    group_advantages,
+    seq_sum_norm,
+    token_mean,
+)
 
 
 NUCLEUS_PROBE = 256
@@ -65,12 +73,21 @@ def anchor_value(h: torch.Tensor, mask: torch.Tensor, quantile: float = 0.8) -> 
 
 
 def siren(batch: PolicyBatch, hp) -> LossOutput:
+    """Loss = P + entropy_coef * (agg(H, M) - H_anchor)^2.
+
+    P, the policy term, is the official loss_agg_mode seq-mean-token-sum-norm:
+    sum over real tokens of the (dual-)clipped PPO loss with Dr. GRPO advantages,
+    divided by (number of responses * max_response_len) — not a token mean
+    (dp_actor.py compute_policy_loss + core_algos.py agg_loss in Linn3a/siren).
+    """
     if batch.topp_entropy is None or batch.entropy_anchor is None:
         raise ValueError("siren needs the top-p entropy (topp_entropy) and the anchor (entropy_anchor)")
+    if batch.max_response_len <= 0:
+        raise ValueError("siren needs max_response_len > 0 (seq-mean-token-sum-norm)")
     adv = group_advantages(batch.rewards, batch.group_size, scale=False)
     per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
                                              dual_clip=hp.dual_clip)
-    policy = token_mean(per_token, batch.mask)
+    policy = seq_sum_norm(per_token, batch.mask, batch.max_response_len)
     m = peak_entropy_mask(batch.topp_entropy, batch.mask, hp.peak_quantile)
     agg = aggregate(batch.topp_entropy, m)
     reg = (agg - batch.entropy_anchor) ** 2
