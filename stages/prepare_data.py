@@ -1,9 +1,18 @@
-"""DVC stage: build and normalize every dataset into data/prepared/."""
+"""DVC stage: build and normalize every dataset into data/prepared/{train,eval}."""
+
+import dataclasses
 
 from rlvr.cli import params_or_exit, stage_timer
 from rlvr.data.prepare import prepare
+from rlvr.tracking import Tracker, dataset_input
 
 if __name__ == "__main__":
     params = params_or_exit()
-    with stage_timer("prepare_data") as summary:
-        summary.update(prepare(params.data))
+    with stage_timer("prepare_data") as summary, \
+            Tracker.for_stage(params, "prepare_data", logged={"data": dataclasses.asdict(params.data)},
+                              system_metrics=False) as tracker:
+        counts = prepare(params.data)
+        summary.update(counts)
+        tracker.log_metrics({f"rows/{k}": v for k, v in counts.items()})
+        for path in sorted(params.data.eval_dir.glob("*.jsonl")) + [params.data.train_dir / "train.jsonl"]:
+            tracker.log_dataset(dataset_input(path, "train" if path.parent == params.data.train_dir else "eval"))

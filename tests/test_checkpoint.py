@@ -75,7 +75,19 @@ def test_sigkill_during_checkpoint_write(tmp_path):
     assert eng.payload == "good"
 
 
-def test_params_hash_changes_with_params():
-    assert checkpoint.params_hash({"lr": 1e-5}) == checkpoint.params_hash({"lr": 1e-5})
-    assert checkpoint.params_hash({"lr": 1e-5}) != checkpoint.params_hash({"lr": 2e-5})
-    json.dumps(checkpoint.params_hash({"a": [1, 2]}))
+def test_settings_hash_changes_with_params():
+    from rlvr.config import settings_hash
+
+    assert settings_hash({"lr": 1e-5}) == settings_hash({"lr": 1e-5})
+    assert settings_hash({"lr": 1e-5}) != settings_hash({"lr": 2e-5})
+    json.dumps(settings_hash({"a": [1, 2]}))
+
+
+def test_a_leftover_old_copy_does_not_block_the_next_save(tmp_path):
+    """A kill after the new checkpoint was renamed in but before .old was removed."""
+    ck = tmp_path / "checkpoint"
+    checkpoint.save(FileEngine("v1"), ck, {"step": 1})
+    (tmp_path / "checkpoint.old" / "state").mkdir(parents=True)
+    (tmp_path / "checkpoint.old" / "state" / "model.pt").write_text("stale")
+    checkpoint.save(FileEngine("v2"), ck, {"step": 2})
+    assert checkpoint.read_state(ck)["step"] == 2 and not (tmp_path / "checkpoint.old").exists()

@@ -4,7 +4,8 @@ import random
 import pytest
 
 from rlvr.data import arithmetic, sources
-from rlvr.data.prompts import INSTRUCTION, build_prompt
+from rlvr.config import PromptParams
+from rlvr.data.prompts import build_prompt
 from rlvr.data.records import EmptyDatasetError, Record, read_records, write_jsonl
 
 
@@ -104,7 +105,71 @@ def test_prompt_uses_chat_template_and_instruction(base_model):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(base_model)
-    p = build_prompt("Compute 2 + 3.", tok)
-    assert "<|im_start|>user\nCompute 2 + 3." in p and INSTRUCTION in p
+    default = PromptParams()
+    p = build_prompt("Compute 2 + 3.", tok, default)
+    assert "<|im_start|>user\nCompute 2 + 3.\nPlease reason step by step" in p and "\\boxed{}" in p
     assert p.endswith("<|im_start|>assistant\n")
     assert build_prompt("Compute 2 + 3.").startswith("Question: Compute 2 + 3.")
+
+
+def test_prompt_template_is_a_param(base_model):
+    """DeepScaleR's instruction after the problem (DisCO), and a system turn (SIREN's Qwen-math prompt)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(base_model)
+    disco = PromptParams(user="{problem} Let's think step by step and output the final answer within \\boxed{}.")
+    p = build_prompt("What is $1+1$?", tok, disco)
+    assert "What is $1+1$? Let's think step by step and output the final answer within \\boxed{}." in p
+    siren = PromptParams(user="{problem}", system="Please reason step by step, and put your final answer "
+                         "within \\boxed{}.")
+    p = build_prompt("What is $1+1$?", tok, siren)
+    assert p.index("<|im_start|>system\nPlease reason") < p.index("<|im_start|>user\nWhat is $1+1$?<|im_end|>")
+    plain = build_prompt("Q?", None, PromptParams(user="{problem} A:", chat_template=False))
+    assert plain == "Question: Q? A:\nAnswer:"
+
+
+def test_prompt_template_errors():
+    from rlvr.config import parse_params
+
+    with pytest.raises(Exception, match="prompt.user' must contain {problem} exactly once"):
+        parse_params({"prompt": {"user": "no placeholder"}})
+
+
+def test_interval_answers_stay_whole_and_null_answers_are_skipped():
+    assert sources.split_answer("[-2,4]") == ("[-2,4]", ())
+    assert sources.split_answer("['9.6\\n', '9']") == ("9.6", ("9",))
+    with pytest.warns(UserWarning, match="skipped 1 row"):
+        recs = sources.normalize([{"problem": "p", "answer": "None"}, {"problem": "q", "answer": "3"}], "x")
+    assert [r.answer for r in recs] == ["3"]
+
+
+def hub_rows_dapo():
+    wrap = lambda q: sources.DAPO_PREFIX + q + sources.DAPO_SUFFIX  # noqa: E731
+    return [{"data_source": "math_dapo", "prompt": [{"role": "user", "content": wrap(q)}], "ability": "MATH",
+             "reward_model": {"ground_truth": a, "style": "rule"}, "extra_info": {"index": str(i)}}
+            for i, (q, a) in enumerate([("What is $2+2$?", "4"), ("What is $3 \\cdot 3$?", "9"),
+                                        ("What is $2+2$?", "4")])]
+
+
+def test_dapo_math_loader_through_a_hub_mirror(tmp_path):
+    """The online loader itself (datasets.load_dataset) on local rows in the hub's format."""
+    mirror = tmp_path / "mirror"
+    write_jsonl(mirror / "BytedTsinghua-SIA/DAPO-Math-17k/train.jsonl", hub_rows_dapo())
+    recs = sources.load_hub("dapo_math", mirror)
+    # the DAPO instruction is taken off, the ground truth read from reward_model, repeats dropped
+    assert [(r.problem, r.answer) for r in recs] == [("What is $2+2$?", "4"), ("What is $3 \\cdot 3$?", "9")]
+
+
+def test_openr1_loader_takes_the_user_turn(tmp_path):
+    mirror = tmp_path / "mirror"
+    rows = [{"prompt": [{"role": "system", "content": "Your task is to follow a systematic process"},
+                        {"role": "user", "content": "Find $x$ if $x+1=3$."}],
+             "target": "...", "reward_model": {"ground_truth": "2", "style": "rule"}}]
+    write_jsonl(mirror / "Elliott/Openr1-Math-46k-8192/train.jsonl", rows)
+    recs = sources.load_hub("openr1_math", mirror)
+    assert [(r.problem, r.answer) for r in recs] == [("Find $x$ if $x+1=3$.", "2")]
+
+
+def test_missing_mirror_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="Elliott/Openr1-Math-46k-8192's train split"):
+        sources.load_hub("openr1_math", tmp_path)

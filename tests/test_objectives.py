@@ -9,7 +9,8 @@ from rlvr.config import ObjectiveParams
 from rlvr.objectives import NAMES, NEEDS, NEEDS_GRAD
 from rlvr.objectives.base import PolicyBatch, group_advantages, policy_kl, seq_mean, token_mean, zero_variance_share
 from rlvr.objectives.disco import disco, scores
-from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er, grpo_rw, overlong_penalty, reweighted_advantages
+from rlvr.groups import overlong_penalty
+from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er, grpo_rw, reweighted_advantages
 from rlvr.objectives.registry import OBJECTIVES
 from rlvr.objectives.siren import aggregate, anchor_value, peak_entropy_mask, siren, topp_entropy
 

@@ -1,4 +1,5 @@
-"""The report from small fixed train/eval outputs: tables carry exactly the inputs."""
+"""The report from small fixed train/eval outputs: tables carry exactly the
+inputs, intervals and marks follow the data, the output is deterministic."""
 
 import csv
 import json
@@ -7,106 +8,188 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr.report import build_report, gains, markdown, per_question_accuracy, table
+from rlvr.report import build_report, per_problem
+from rlvr.runs import Run
+
+BENCH = {"arithmetic": ["a", "b"], "math500": ["c"]}
 
 
-def write_eval(root: Path, run: str, arith: float, math: float, levels: dict, samples: list[tuple]):
-    d = root / "eval" / run
+def write_eval(root: Path, run: Run, correct: dict[str, int], k: int = 2, majority=None, levels=None):
+    """correct: problem id -> correct samples out of k; metrics.json is derived the same way."""
+    d = root / run.eval_dir
     d.mkdir(parents=True)
-    bench = lambda v, extra=None: {"avg@2": v, "pass@1": v, "pass@2": min(1.0, 2 * v), "maj@2": v,  # noqa: E731
-                                   "n_problems": 2.0, **(extra or {})}
-    metrics = {"k": 2, "mean": {"avg@2": (arith + math) / 2, "pass@2": min(1, 2 * arith) / 2 + min(1, 2 * math) / 2,
-                                "maj@2": (arith + math) / 2},
-               "benchmarks": {"arithmetic": bench(arith, {"levels": {k: bench(v) for k, v in levels.items()}}),
-                              "math500": bench(math)}}
-    (d / "metrics.json").write_text(json.dumps(metrics))
-    with open(d / "samples.jsonl", "w") as f:
-        for qid, correct in samples:
-            f.write(json.dumps({"benchmark": "arithmetic", "id": qid, "correct": correct}) + "\n")
+    rows = [{"benchmark": b, "id": q, "level": (levels or {}).get(q), "k": k, "correct": correct[q],
+             "majority": (majority or {}).get(q, correct[q] * 2 > k)} for b, qs in BENCH.items() for q in qs]
+    (d / "problems.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bench = {b: {f"avg@{k}": sum(correct[q] for q in qs) / (k * len(qs)), "n_problems": float(len(qs))}
+             for b, qs in BENCH.items()}
+    if levels:
+        bench["arithmetic"]["levels"] = {str(levels[q]): {f"avg@{k}": correct[q] / k} for q in BENCH["arithmetic"]}
+    (d / "metrics.json").write_text(json.dumps({"k": k, "mean": {}, "benchmarks": bench}))
 
 
-def write_steps(root: Path, method: str, rewards: list[float]):
-    d = root / "runs" / method
+def write_steps(root: Path, run: Run, rewards: list[float], entropy_slope: float = -0.1, extra=None):
+    d = root / run.train_dir
     d.mkdir(parents=True)
+    fields = ["step", "reward_mean", "entropy", "kl", "response_length", "topp_entropy", "zero_variance_groups",
+              "kl_active", "clip_frac", *(extra or {})]
     with open(d / "steps.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["step", "reward_mean", "entropy", "kl", "response_length",
-                                          "topp_entropy", "zero_variance_groups"])
+        w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         for i, r in enumerate(rewards, start=1):
-            w.writerow({"step": i, "reward_mean": r, "entropy": 1.0 / i, "kl": 1e-4 * i, "response_length": 50 + i,
-                        "topp_entropy": 0.5, "zero_variance_groups": 0.5})
+            w.writerow({"step": i, "reward_mean": r, "entropy": 1.0 + entropy_slope * i, "kl": 1e-4 * i,
+                        "response_length": 50 + i, "topp_entropy": 0.5, "zero_variance_groups": 0.5,
+                        "kl_active": 0.5, "clip_frac": 0.1, **{k: v(i) for k, v in (extra or {}).items()}})
+
+
+RUNS = [Run("base"), Run("grpo", 0), Run("disco_logl", 0)]
 
 
 @pytest.fixture
 def report(tmp_path, repo):
-    write_eval(tmp_path, "base", 0.25, 0.0, {"1": 0.5, "2": 0.0},
-               [("a", True), ("a", False), ("b", False), ("b", False)])
-    write_eval(tmp_path, "grpo", 0.5, 0.1, {"1": 1.0, "2": 0.0},
-               [("a", True), ("a", True), ("b", False), ("b", False)])
-    write_eval(tmp_path, "disco_logl", 0.75, 0.2, {"1": 1.0, "2": 0.5},
-               [("a", True), ("a", True), ("b", True), ("b", False)])
-    write_steps(tmp_path, "grpo", [0.1, 0.2, 0.3])
-    write_steps(tmp_path, "disco_logl", [0.1, 0.3, 0.5])
-    out = build_report(["base", "grpo", "disco_logl", "missing"], ["grpo", "disco_logl"], tmp_path / "eval",
-                       tmp_path / "runs", tmp_path / "reports", repo / "data/vendor/paper_results.yaml", "1.5b")
+    levels = {"a": 1, "b": 2}
+    write_eval(tmp_path, RUNS[0], {"a": 1, "b": 0, "c": 0}, levels=levels)
+    write_eval(tmp_path, RUNS[1], {"a": 2, "b": 0, "c": 1}, levels=levels)
+    write_eval(tmp_path, RUNS[2], {"a": 2, "b": 1, "c": 1}, levels=levels)
+    write_steps(tmp_path, RUNS[1], [0.1, 0.2, 0.3, 0.4], entropy_slope=-0.2)
+    write_steps(tmp_path, RUNS[2], [0.1, 0.3, 0.5, 0.6], entropy_slope=0.0)
+    out = build_report(RUNS + [Run("missing", 0)], tmp_path, tmp_path / "reports",
+                       repo / "data/vendor/paper_results.yaml", "1.5b",
+                       {"grpo": "grpo", "disco_logl": "disco"})
     return tmp_path, out
 
 
 def test_main_table_values_match_inputs(report):
+    _, out = report
+    t = out["tables"]["avg"]
+    assert t["columns"] == ["arithmetic", "math500", "mean"]
+    est = {name: [round(c[0], 6) for c in cells] for name, cells in t["rows"].items()}
+    # base: a 1/2, b 0/2 -> 0.25; c 0/2; grpo: (1 + 0)/2, c 1/2; disco: (1 + 0.5)/2, c 1/2
+    assert est == {"base": [0.25, 0.0, 0.125], "grpo": [0.5, 0.5, 0.5], "disco_logl": [0.75, 0.5, 0.625]}
+    assert out["methods"] == ["base", "grpo", "disco_logl"]  # a run without outputs is left out
+    for cells in t["rows"].values():
+        assert all(lo <= e <= hi for e, lo, hi in cells)
+
+
+def test_two_problems_resolve_nothing(report):
     root, out = report
-    t = out["tables"]["avg@2"]
-    assert t["header"] == ["method", "arithmetic", "math500", "mean"]
-    assert t["rows"] == [["base", 0.25, 0.0, 0.125], ["grpo", 0.5, 0.1, 0.3], ["disco_logl", 0.75, 0.2, 0.475]]
-    assert out["runs"] == ["base", "grpo", "disco_logl"]  # a run without outputs is left out
+    md = (root / "reports/results.md").read_text()
+    assert out["tables"]["avg"]["best"] == {}  # no column's best is distinguishable from the runner-up
+    assert "**" not in md.split("## pass@")[0].split("(paper")[0]
+    assert "not distinguishable at this scale" in md
 
 
-def test_markdown_marks_best_and_shows_paper_rows(report, repo):
+def test_paper_rows_and_gains(report, repo):
     root, _ = report
     md = (root / "reports/results.md").read_text()
-    assert "| disco_logl | **0.750** | **0.200** | **0.475** |" in md
     paper = yaml.safe_load((repo / "data/vendor/paper_results.yaml").read_text())
     disco_row = next(r for r in paper["1.5b"]["rows"] if r["method"] == "disco_logl")
     assert f"disco_logl (paper, {disco_row['mrl']})" in md
-    assert "gain over base" in md and "| disco_logl | +0.500 | +0.200 | +0.350 |" in md
-    assert "| disco_logl | +0.250 | +0.100 | +0.175 |" in md  # gain over grpo
-    assert "| L1 | L2 |" in md.replace("| method | L1 | L2 |", "| L1 | L2 |")
+    assert "paired difference against base" in md and "paired difference against grpo" in md
+    # disco - base on the mean: 0.625 - 0.125
+    assert "| disco_logl | +0.500 [" in md
+
+
+def test_a_clear_difference_is_marked_best(tmp_path, repo):
+    many = {"arithmetic": [f"q{i}" for i in range(60)], "math500": [f"m{i}" for i in range(60)]}
+    global BENCH
+    saved, BENCH = BENCH, many
+    try:
+        qs = [q for v in many.values() for q in v]
+        write_eval(tmp_path, RUNS[0], {q: 0 for q in qs})
+        write_eval(tmp_path, RUNS[1], {q: i % 3 == 0 for i, q in enumerate(qs)})
+        write_eval(tmp_path, RUNS[2], {q: 2 * (i % 4 != 0) for i, q in enumerate(qs)})
+        out = build_report(RUNS, tmp_path, tmp_path / "reports")
+    finally:
+        BENCH = saved
+    assert out["tables"]["avg"]["best"] == {"arithmetic": "disco_logl", "math500": "disco_logl", "mean": "disco_logl"}
+    md = (tmp_path / "reports/results.md").read_text()
+    assert "| disco_logl | **0.750 [" in md
+    assert md.count("| better |") >= 2  # disco and grpo over base
 
 
 def test_difficulty_bias_shares(report):
     root, _ = report
     md = (root / "reports/results.md").read_text()
-    # base: a at 50%, b at 0% -> 50% at 0%; grpo: a 100%, b 0%; disco: a 100%, b 50%
-    assert "| base | 50.0% | 0.0% |" in md
-    assert "| grpo | 50.0% | 50.0% |" in md
-    assert "| disco_logl | 0.0% | 50.0% |" in md
-    acc = per_question_accuracy(root / "eval/disco_logl/samples.jsonl")
-    assert acc == {("arithmetic", "a"): 1.0, ("arithmetic", "b"): 0.5}
+    # per-question accuracy: base a 0.5, b 0, c 0 -> 2/3 at 0%; grpo a 1, b 0, c 0.5; disco a 1, b 0.5, c 0.5
+    assert "| base | 66.7% [" in md and "| grpo | 33.3% [" in md and "| disco_logl | 0.0% [" in md
+
+
+def test_claims_table(report):
+    root, _ = report
+    md = (root / "reports/results.md").read_text()
+    claims = md.split("## The papers' claims")[1].split("## Figures")[0]
+    # GRPO's entropy: 1 - 0.2 * step, an exact line: "falls" is supported with a zero-width interval
+    assert "| GRPO's entropy falls during training | minus the slope of entropy per step (grpo) | +0.2 [+0.2, +0.2]" \
+        " | supported |" in claims
+    assert "disco_logl's entropy stays stable while GRPO's falls" in claims
+    assert "| disco_logl above GRPO on accuracy |" in claims and "inconclusive" in claims
+
+
+def test_headline_and_curves_for_dvc(report):
+    root, _ = report
+    head = json.loads((root / "reports/headline.json").read_text())
+    assert head["avg@2"] == {"base": 0.125, "grpo": 0.5, "disco_logl": 0.625}
+    with open(root / "reports/curves.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["run"], r["step"]) for r in rows][:2] == [("grpo", "1"), ("grpo", "2")]
+    assert {r["run"] for r in rows} == {"grpo", "disco_logl"} and "reward_mean" in rows[0]
 
 
 def test_figures_and_self_contained_html(report):
     root, out = report
     names = sorted(Path(f).name for f in out["figures"])
-    assert names == ["difficulty_bias.png", "entropy_groups.png", "kl_length.png", "training_dynamics.png"]
+    assert names == ["constraint.png", "difficulty_bias.png", "entropy_groups.png", "kl_length.png",
+                     "training_dynamics.png"]
     for f in out["figures"]:
         assert Path(f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and Path(f).stat().st_size > 10_000
     html = (root / "reports/index.html").read_text()
-    assert html.count("data:image/png;base64,") == 4 and "<table>" in html and "<b>0.750</b>" in html
+    assert html.count("data:image/png;base64,") == 5 and "<table>" in html
 
 
-def test_gains_and_markdown_helpers():
-    rows = [["base", 0.1, None], ["grpo", 0.3, 0.2]]
-    assert gains(rows, "base") == [["grpo", pytest.approx(0.2), None]]
-    assert gains(rows, "dapo") is None
-    assert "–" in markdown(["m", "a", "b"], rows)
+def test_the_report_is_byte_for_byte_reproducible(report, repo):
+    root, _ = report
+    first = {p.name: p.read_bytes() for p in (root / "reports").rglob("*") if p.is_file()}
+    build_report(RUNS, root, root / "reports", repo / "data/vendor/paper_results.yaml", "1.5b",
+                 {"grpo": "grpo", "disco_logl": "disco"})
+    again = {p.name: p.read_bytes() for p in (root / "reports").rglob("*") if p.is_file()}
+    assert first == again
+
+
+def test_seeds_are_averaged_and_their_spread_shown(tmp_path):
+    write_eval(tmp_path, RUNS[0], {"a": 0, "b": 0, "c": 0})
+    write_eval(tmp_path, Run("grpo", 0), {"a": 2, "b": 0, "c": 0})
+    write_eval(tmp_path, Run("grpo", 1), {"a": 0, "b": 0, "c": 2})
+    out = build_report([RUNS[0], Run("grpo", 0), Run("grpo", 1)], tmp_path, tmp_path / "reports")
+    # seed-averaged problems: a 0.5, b 0, c 0.5 -> arithmetic 0.25, math500 0.5, mean 0.375
+    assert [round(c[0], 6) for c in out["tables"]["avg"]["rows"]["grpo"]] == [0.25, 0.5, 0.375]
+    md = (tmp_path / "reports/results.md").read_text()
+    # seed 0: (0.5 + 0) / 2 = 0.25; seed 1: (0 + 1) / 2 = 0.5 -> sd 0.177, range 0.25
+    assert "| grpo | s0: 0.250, s1: 0.500 | 0.375 | 0.177 | 0.250 |" in md
+
+
+def test_checkpoint_evaluation_table(tmp_path):
+    write_eval(tmp_path, RUNS[0], {"a": 0, "b": 0, "c": 0})
+    write_eval(tmp_path, RUNS[1], {"a": 1, "b": 1, "c": 1})
+    by_step = {"settings": "x", "steps": {
+        "5": {"id": "h-5", "problems": [[2, True], [2, True], [2, True]]},
+        "10": {"id": "h-10", "problems": [[1, False], [1, False], [1, False]]}}}
+    (tmp_path / RUNS[1].eval_dir / "by_step.json").write_text(json.dumps(by_step))
+    out = build_report(RUNS[:2], tmp_path, tmp_path / "reports")
+    md = (tmp_path / "reports/results.md").read_text()
+    assert "selected on the same test sets" in md
+    assert "| grpo | 10 | 0.500 [0.500, 0.500] | 5 | 1.000 [1.000, 1.000] |" in md
+    assert any(Path(f).name == "accuracy_vs_step.png" for f in out["figures"])
+
+
+def test_per_problem_values():
+    rows = [{"benchmark": "x", "correct": 1, "k": 4, "majority": False},
+            {"benchmark": "x", "correct": 0, "k": 4, "majority": False}]
+    assert per_problem(rows, "avg")["x"].tolist() == [0.25, 0.0]
+    assert per_problem(rows, "pass")["x"].tolist() == [1.0, 0.0]
+    assert per_problem(rows, "maj")["x"].tolist() == [0.0, 0.0]
 
 
 def test_no_evaluations_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="run the evaluate stages first"):
-        build_report(["base"], [], tmp_path, tmp_path, tmp_path / "out")
-
-
-def test_table_reads_metrics(report):
-    root, _ = report
-    evals = {r: json.loads((root / "eval" / r / "metrics.json").read_text()) for r in ("base", "grpo")}
-    header, rows = table(evals, "maj@2")
-    assert rows[1] == ["grpo", 0.5, 0.1, 0.3]
+        build_report(RUNS, tmp_path, tmp_path / "out")

@@ -70,3 +70,27 @@ def test_pool_counts_statuses(verifier):
     verifier.grade([(["2"], ["\\boxed{2}", "no answer here"])])
     assert verifier.counts.total == before + 2
     assert verifier.counts.by_status[NO_ANSWER] >= 1
+
+
+R1_RESPONSE = ("<think>\nLet me try: maybe \\boxed{3}? No wait, 2+2 is 4, so the answer is 4.\n</think>\n\n"
+               "The sum is $2+2=4$.\n\n\\boxed{4}")
+
+
+def test_answer_after_think_ignores_a_boxed_guess_in_the_thinking():
+    from rlvr.rewards import answer_part
+
+    assert answer_part(R1_RESPONSE, "</think>").startswith("\n\nThe sum is")
+    assert answer_part("<think>never finished \\boxed{4}", "</think>") == ""
+    assert answer_part(R1_RESPONSE, None) == R1_RESPONSE
+    # the thinking's \boxed{3} would count without the marker if it were last; here the final box wins either way
+    g = grade_group(["3"], [R1_RESPONSE, "<think>so \\boxed{3}</think> I am not sure."], answer_after="</think>")
+    assert [it.correct for it in g.items] == [False, False]
+    assert [it.status for it in g.items] == [OK, NO_ANSWER]
+    g = grade_group(["3"], ["<think>so \\boxed{3}</think> I am not sure."])
+    assert g.items[0].correct  # without the marker the guess inside the thinking counts
+
+
+def test_answer_after_reaches_the_pool():
+    with Verifier(workers=1, timeout_s=5, answer_after="</think>") as v:
+        g = v.grade([(["4"], [R1_RESPONSE, "<think>\\boxed{4}"])])[0]
+    assert [it.correct for it in g.items] == [True, False]

@@ -43,7 +43,6 @@ def tiny_params(tmp_path: Path, methods=None):
     raw["engine"].update({"kv_cache_gib": 1, "max_model_len": 512})
     raw["train"].update(TINY_TRAIN)
     raw["methods"] = methods or ALL_METHODS
-    raw["eval_runs"] = ["base"]
     return raw
 
 
@@ -65,7 +64,7 @@ def test_two_steps_of_every_method(setup, tiny_model, name):
 
     params, engine, tmp = setup
     method = method_config(params, name)
-    trainer = Trainer(params, method, str(tiny_model), tmp / "runs" / name, tmp / "models" / name, engine=engine)
+    trainer = Trainer(params, method, str(tiny_model), tmp / "runs" / name, tmp / "models" / name, vllm=engine)
     rows = trainer.train()
     assert [r["step"] for r in rows] == [1, 2]
     for r in rows:
@@ -90,19 +89,18 @@ def _one_step(params, method, model, engine, run_dir, groups, full_old_pass: boo
 
     from rlvr.trainer import Trainer
 
-    tr = Trainer(params, method, str(model), run_dir, run_dir / "final", engine=engine)
+    tr = Trainer(params, method, str(model), run_dir, run_dir / "final", vllm=engine)
     tr.setup()
-    tr._collect = lambda timer: (copy.deepcopy(groups), 0)
     seen = []
     old_pass = tr._old_logprobs
     tr._old_logprobs = lambda gs, meter: (seen.extend(gs), old_pass(gs, meter))
     if full_old_pass:
         tr._need_old_pass = lambda gs, first_order: gs
     try:
-        row = tr.step(0)
+        row = tr.step(0, groups=copy.deepcopy(groups))
     finally:
         tr.verifier.close()
-    weights = torch.cat([p.detach().float().flatten() for p in tr.engine.module.parameters()])
+    weights = torch.cat([p.detach().float().flatten() for p in tr.ds_engine.module.parameters()])
     return row, weights, len(seen)
 
 
@@ -113,9 +111,9 @@ def fixed_groups(setup, tiny_model, tmp_path_factory):
 
     params, engine, _ = setup
     tmp = tmp_path_factory.mktemp("probe")
-    probe = Trainer(params, method_config(params, "grpo"), str(tiny_model), tmp / "run", tmp / "final", engine=engine)
+    probe = Trainer(params, method_config(params, "grpo"), str(tiny_model), tmp / "run", tmp / "final", vllm=engine)
     probe.setup()
-    groups, _ = probe._collect(PhaseTimer())
+    groups = probe.collector.collect(PhaseTimer()).groups
     probe.verifier.close()
     for g in groups:
         g.rewards[0] = 1.0 - g.rewards[-1]
@@ -181,7 +179,7 @@ def test_same_seed_same_first_step(tmp_path, tiny_model):
         done = subprocess.run(_train_cmd(tiny_model), cwd=root, env=_env(root), capture_output=True, text=True,
                               timeout=600)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        with open(root / "runs/grpo/steps.csv") as f:
+        with open(root / "reports/train/grpo/seed0/steps.csv") as f:
             firsts.append(next(csv.DictReader(f)))
     keys = ("reward_mean", "response_length", "entropy", "loss", "kl", "topp_entropy")
     assert {k: float(firsts[0][k]) for k in keys} == pytest.approx({k: float(firsts[1][k]) for k in keys},
@@ -197,13 +195,11 @@ def test_method_config_errors(setup):
     bad["train"]["max_response_tokens"] = 4096
     bad["methods"]["grpo"]["objectve"] = "grpo"
     bad["methods"]["disco_logl"]["form"] = "droo"
-    bad["eval_runs"] = ["base", "grpoo"]
     with pytest.raises(ConfigError) as e:
         parse_params(bad)
     msg = str(e.value)
     for needle in ("responses_per_question must be >= 2", "must divide 'train.questions_per_step'",
-                   "must be below 'engine.max_model_len'", "did you mean 'objective'", "did you mean 'dro'",
-                   "'eval_runs' has unknown name 'grpoo' (did you mean 'grpo'?)"):
+                   "must be below 'engine.max_model_len'", "did you mean 'objective'", "did you mean 'dro'"):
         assert needle in msg, needle
     with pytest.raises(ConfigError, match="did you mean 'disco_logl'"):
         method_config(params, "disco_log")
@@ -240,7 +236,8 @@ def _train_repo(tmp_path: Path, steps: int) -> Path:
 def test_killed_run_resumes_at_next_step(tmp_path, tiny_model, sig):
     root = _train_repo(tmp_path, steps=4)
     env, cmd = _env(root), _train_cmd(tiny_model)
-    steps_file, state_file = root / "runs/grpo/steps.csv", root / "runs/grpo/checkpoint/trainer_state.json"
+    steps_file = root / "reports/train/grpo/seed0/steps.csv"
+    state_file = root / "runs/grpo/seed0/checkpoint/trainer_state.json"
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None:
@@ -259,10 +256,10 @@ def test_killed_run_resumes_at_next_step(tmp_path, tiny_model, sig):
     assert f"resumed from step {killed_at}" in done.stdout
     assert _steps(steps_file) == [1, 2, 3, 4]
     assert json.loads(state_file.read_text())["step"] == 4
-    summary = json.loads((root / "reports/train/grpo/summary.json").read_text())
+    summary = json.loads((root / "reports/train/grpo/seed0/summary.json").read_text())
     assert summary["first"]["step"] == 1 and summary["final"]["step"] == 4  # the whole run, not the resumed part
     again = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=600)  # finished: no step
-    assert again.returncode == 0 and json.loads((root / "reports/train/grpo/summary.json").read_text()) == summary
+    assert again.returncode == 0 and json.loads((root / "reports/train/grpo/seed0/summary.json").read_text()) == summary
 
 
 def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
@@ -271,10 +268,10 @@ def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
     params, engine, _ = setup
     method = method_config(params, "dr_grpo")
     method.train.steps = 1
-    Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", engine=engine).train()
+    Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", vllm=engine).train()
     method.train.lr = 5e-5
     method.train.steps = 2
-    tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", engine=engine)
+    tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", vllm=engine)
     rows = tr.train()
     assert [r["step"] for r in rows] == [1, 2]  # not resumed from step 1
 
@@ -288,7 +285,7 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_
     method = method_config(params, "grpo")
     method.train.steps = 5
     method.train.max_bad_steps = 2
-    tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", engine=engine)
+    tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", vllm=engine)
     tr.loss_fn = lambda batch, hp: LossOutput(batch.logp.sum() * float("nan"), {})
     with pytest.raises(TrainingStopped, match="2 steps in a row had non-finite losses"):
         tr.train()
@@ -298,4 +295,4 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_
     state = json.loads((tmp_path / "r" / "checkpoint" / "trainer_state.json").read_text())
     assert state["step"] == 1  # the checkpoint written when stopping
     # weights never saw a NaN
-    assert all(torch.isfinite(p).all() for p in tr.engine.module.parameters())
+    assert all(torch.isfinite(p).all() for p in tr.ds_engine.module.parameters())

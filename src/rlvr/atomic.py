@@ -32,23 +32,34 @@ def write_json(path: str | Path, obj, indent: int = 2) -> Path:
     return write_text(path, json.dumps(obj, indent=indent) + "\n")
 
 
-@contextmanager
-def atomic_dir(path: str | Path):
-    """Yield an empty `<path>.tmp` directory; on success it replaces `path`.
-
-    The previous directory is first renamed to `<path>.old`, so a kill between
-    the two renames leaves a complete copy that `recover_dir` puts back.
-    """
+def staging_dir(path: str | Path) -> Path:
+    """An empty `<path>.tmp` to build the new version of directory `path` in."""
     path = Path(path)
-    tmp, old = path.with_name(path.name + ".tmp"), path.with_name(path.name + ".old")
+    tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    yield tmp
+    return tmp
+
+
+def commit_dir(tmp: Path, path: str | Path) -> None:
+    """Put the finished `tmp` in place of `path`. The previous version is first
+    renamed to `<path>.old`, so a kill between the two renames leaves a
+    complete copy that `recover_dir` puts back."""
+    path = Path(path)
+    old = path.with_name(path.name + ".old")
     if path.exists():
         shutil.rmtree(old, ignore_errors=True)
         os.replace(path, old)
     os.replace(tmp, path)
     shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def atomic_dir(path: str | Path):
+    """Yield an empty staging directory; on success it replaces `path`."""
+    tmp = staging_dir(path)
+    yield tmp
+    commit_dir(tmp, path)
 
 
 def recover_dir(path: str | Path, complete_marker: str) -> None:

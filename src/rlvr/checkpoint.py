@@ -1,28 +1,26 @@
-"""Atomic training checkpoints: DeepSpeed state + trainer state + RNG.
+"""Training checkpoints: DeepSpeed state + trainer state + every rank's RNG.
 
-A checkpoint is written into `<dir>.tmp` and renamed over `<dir>` only when
-complete, so a kill at any moment leaves the previous checkpoint intact.
+Saving and loading are collective (every rank calls them; DeepSpeed writes
+its own shards). The checkpoint is built in `<dir>.tmp` and renamed over
+`<dir>` by rank 0 only when complete, so a kill at any moment leaves the
+previous checkpoint intact. With several nodes, `runs/` must be on a
+filesystem every node sees (as DeepSpeed's own checkpoints assume).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import random
-import shutil
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from rlvr import distributed
+from rlvr.atomic import commit_dir, recover_dir, remove_dir, staging_dir, write_json
+
 TAG = "state"  # DeepSpeed writes its own file named "latest"
 STATE = "trainer_state.json"
-
-
-def params_hash(*sections) -> str:
-    blob = json.dumps(sections, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def rng_state() -> dict:
@@ -35,38 +33,45 @@ def set_rng_state(s: dict) -> None:
     torch.set_rng_state(s["torch"])
 
 
-def save(engine, ckpt_dir: str | Path, state: dict) -> None:
+def _rng_file(rank: int) -> str:
+    return f"rng_rank{rank}.pt"
+
+
+def save(ds_engine, ckpt_dir: str | Path, state: dict, ranks: distributed.Ranks | None = None) -> None:
+    ranks = ranks or distributed.ranks_from_env()
     ckpt_dir = Path(ckpt_dir)
-    tmp, old = ckpt_dir.with_name(ckpt_dir.name + ".tmp"), ckpt_dir.with_name(ckpt_dir.name + ".old")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    engine.save_checkpoint(str(tmp), tag=TAG)
-    torch.save(rng_state(), tmp / "rng.pt")
-    (tmp / STATE).write_text(json.dumps(state, indent=2))
-    if ckpt_dir.exists():
-        os.replace(ckpt_dir, old)
-    os.replace(tmp, ckpt_dir)
-    shutil.rmtree(old, ignore_errors=True)
+    tmp = ckpt_dir.with_name(ckpt_dir.name + ".tmp")
+    if ranks.main:
+        staging_dir(ckpt_dir)
+    distributed.barrier()
+    ds_engine.save_checkpoint(str(tmp), tag=TAG)
+    torch.save(rng_state(), tmp / _rng_file(ranks.rank))
+    distributed.barrier()
+    if ranks.main:
+        write_json(tmp / STATE, state)
+        commit_dir(tmp, ckpt_dir)
+    distributed.barrier()
 
 
 def read_state(ckpt_dir: str | Path) -> dict | None:
-    """The trainer state of a complete checkpoint, or None. A crash between
-    the two renames in `save` leaves only `.old`: that one is then used."""
+    """The trainer state of a complete checkpoint, or None (every rank reads it)."""
     ckpt_dir = Path(ckpt_dir)
-    old = ckpt_dir.with_name(ckpt_dir.name + ".old")
-    if not (ckpt_dir / STATE).exists() and (old / STATE).exists():
-        os.replace(old, ckpt_dir)
+    if distributed.ranks_from_env().main:
+        recover_dir(ckpt_dir, STATE)
+    distributed.barrier()
     path = ckpt_dir / STATE
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def load(engine, ckpt_dir: str | Path) -> dict:
+def load(ds_engine, ckpt_dir: str | Path, ranks: distributed.Ranks | None = None) -> dict:
+    ranks = ranks or distributed.ranks_from_env()
     ckpt_dir = Path(ckpt_dir)
-    engine.load_checkpoint(str(ckpt_dir), tag=TAG)
-    set_rng_state(torch.load(ckpt_dir / "rng.pt", weights_only=False))
+    ds_engine.load_checkpoint(str(ckpt_dir), tag=TAG)
+    set_rng_state(torch.load(ckpt_dir / _rng_file(ranks.rank), weights_only=False))
     return json.loads((ckpt_dir / STATE).read_text())
 
 
 def discard(ckpt_dir: str | Path) -> None:
-    for suffix in ("", ".tmp", ".old"):
-        shutil.rmtree(Path(str(ckpt_dir) + suffix), ignore_errors=True)
+    if distributed.ranks_from_env().main:
+        remove_dir(ckpt_dir)
+    distributed.barrier()

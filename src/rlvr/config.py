@@ -10,12 +10,20 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import hashlib
+import json
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+
+def settings_hash(*sections) -> str:
+    """A short, stable name for a set of settings (dicts, lists, scalars)."""
+    blob = json.dumps(sections, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 class ConfigError(ValueError):
@@ -42,6 +50,7 @@ class DataParams:
     train_sets: list[str] = field(default_factory=lambda: ["arithmetic"])
     benchmarks: list[str] = field(default_factory=lambda: ["math500"])
     arithmetic: ArithmeticParams = field(default_factory=ArithmeticParams)
+    hub_mirror: str | None = None  # online sets from local files in the hub's format: <dir>/<repo>/<split>.jsonl
 
     @property
     def train_dir(self) -> Path:
@@ -124,7 +133,7 @@ class LauncherParams:
 
 @dataclass
 class Params:
-    seed: int = 0
+    seeds: list[int] = field(default_factory=lambda: [0])  # the train matrix is methods x seeds
     data: DataParams = field(default_factory=DataParams)
     prompt: PromptParams = field(default_factory=PromptParams)
     launcher: LauncherParams = field(default_factory=LauncherParams)
@@ -137,7 +146,7 @@ class Params:
 
 
 # Top-level sections that other modules validate themselves (e.g. `train`).
-EXTRA_SECTIONS = ("train", "methods", "report", "bench", "eval_runs")
+EXTRA_SECTIONS = ("train", "methods", "report", "bench")
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:
@@ -175,7 +184,6 @@ def parse_params(raw: dict, source: str = "params") -> Params:
     if params is not None:
         params.extra = extra
         check_params(params, problems)
-        problems.extend(check_runs(params))
         for name in extra.get("methods") or {}:
             try:
                 method_config(params, name)
@@ -250,14 +258,18 @@ def coerce(tp, value, where: str, problems: list[str]):
 
 def check_params(p: Params, problems: list[str]) -> None:
     from rlvr.data.arithmetic import LEVELS
-    from rlvr.data.sources import BENCHMARKS, OFFLINE_TRAIN_SETS
+    from rlvr.data.sources import BENCHMARKS, HUB_TRAIN_SETS, OFFLINE_TRAIN_SETS
 
     if p.data.source not in ("offline", "online"):
         problems.append(f"'data.source' must be 'offline' or 'online', got '{p.data.source}'")
-    train_ok = ("arithmetic", "deepscaler", *OFFLINE_TRAIN_SETS)
+    train_ok = ("arithmetic", *HUB_TRAIN_SETS, *OFFLINE_TRAIN_SETS)
     for name in p.data.train_sets:
         if name not in train_ok:
             problems.append(_unknown("data.train_sets", name, train_ok))
+        elif name in HUB_TRAIN_SETS and p.data.source == "offline" and not p.data.hub_mirror:
+            problems.append(f"'data.train_sets' has '{name}', which comes from the hub: set data.source: online "
+                            "(or data.hub_mirror to local copies), or train on a vendored set "
+                            f"({', '.join(OFFLINE_TRAIN_SETS)})")
     for name in p.data.benchmarks:
         if name not in BENCHMARKS:
             problems.append(_unknown("data.benchmarks", name, BENCHMARKS))
@@ -285,6 +297,8 @@ def check_params(p: Params, problems: list[str]) -> None:
         problems.append(f"'model.dtype' must be auto, bfloat16, float16 or float32, got '{p.model.dtype}'")
     if p.verifier.workers < 1:
         problems.append("'verifier.workers' must be >= 1")
+    if not p.seeds or len(set(p.seeds)) != len(p.seeds) or any(x < 0 for x in p.seeds):
+        problems.append(f"'seeds' must be a non-empty list of distinct integers >= 0, got {p.seeds}")
     if p.prompt.user.count(PROBLEM) != 1:
         problems.append(f"'prompt.user' must contain {PROBLEM} exactly once, got {p.prompt.user!r}")
     check_launcher(p.launcher, problems)
@@ -456,10 +470,3 @@ def check_method(name: str, t: TrainParams, o: ObjectiveParams, params: Params, 
         problems.append(f"'train.warmup_steps' must be >= 0, got {t.warmup_steps}")
     if o.overlong_buffer >= t.max_response_tokens:
         problems.append(f"'{where}.overlong_buffer' must be below train.max_response_tokens")
-
-
-def check_runs(params: Params) -> list[str]:
-    """eval_runs must name 'base' or a method."""
-    methods = list(params.extra.get("methods") or {})
-    valid = ["base", *methods]
-    return [_unknown("eval_runs", r, valid) for r in params.extra.get("eval_runs", ["base"]) if r not in valid]

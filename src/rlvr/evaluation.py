@@ -1,42 +1,44 @@
-"""Evaluate a checkpoint: k samples per problem, graded, summarized per set and level."""
+"""Evaluate a checkpoint: k samples per problem, graded, summarized per set and level.
+
+Under the DeepSpeed launcher every rank generates and grades its share of the
+problems with its own vLLM engine; rank 0 merges them into the same outputs a
+single process writes. A trained run's snapshots (train.eval_every) are
+evaluated in the same engine, with their weights pushed in, incrementally:
+a snapshot already evaluated under the same evaluation settings is skipped.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import os
 import time
 from collections import defaultdict
 from pathlib import Path
 
-from rlvr.config import Params
+from rlvr import distributed
+from rlvr.atomic import write_json
+from rlvr.config import Params, settings_hash
 from rlvr.data.prompts import build_prompt
 from rlvr.data.records import Record, read_records, write_jsonl
 from rlvr.metrics import mean_over, summarize
 from rlvr.rewards import GroupGrade, Verifier
 
+SNAPSHOTS = "snapshots.json"  # written by the trainer beside the final model
+BY_STEP = "by_step.json"  # per-snapshot metrics, kept across reruns of the stage
+
 
 def eval_sets(params: Params) -> dict[str, list[Record]]:
     """The held-out arithmetic split and each configured benchmark, sliced by
     eval.limits (the first N problems, so every run sees the same slice)."""
-    root = Path(params.data.out_dir)
-    files = {"arithmetic": root / "arithmetic_test.jsonl"}
-    files.update({b: root / "benchmarks" / f"{b}.jsonl" for b in params.data.benchmarks})
+    root = params.data.eval_dir
     sets = {}
-    for name, path in files.items():
+    for name in ("arithmetic", *params.data.benchmarks):
+        path = root / f"{name}.jsonl"
         if not path.exists():
             raise FileNotFoundError(f"{path} not found: run the data stage first (dvc repro prepare_data)")
         limit = params.eval.limits.get(name)
         sets[name] = read_records(path)[:limit] if limit else read_records(path)
     return sets
-
-
-def grade_sets(sets: dict[str, list[Record]], completions: dict[str, list[list]], verifier: Verifier
-               ) -> dict[str, list[GroupGrade]]:
-    return {
-        name: verifier.grade([(r.golds, [c.text for c in comps]) for r, comps in zip(recs, completions[name])],
-                             desc=f"verify {name}")
-        for name, recs in sets.items()
-    }
 
 
 def set_metrics(records: list[Record], grades: list[GroupGrade]) -> dict:
@@ -56,51 +58,144 @@ def set_metrics(records: list[Record], grades: list[GroupGrade]) -> dict:
     return out
 
 
-def sample_rows(sets, completions, grades) -> list[dict]:
+def problem_rows(problems, grades) -> list[dict]:
+    """One row per problem: its k samples' correct count and its maj@k, what
+    the report's intervals resample."""
+    return [{"benchmark": name, "id": r.id, "level": r.level, "k": len(g.items),
+             "correct": sum(it.correct for it in g.items), "majority": g.majority_correct}
+            for (name, r), g in zip(problems, grades)]
+
+
+def _sample_rows(problems, completions, grades) -> list[dict]:
     rows = []
-    for name, recs in sets.items():
-        for r, comps, g in zip(recs, completions[name], grades[name]):
-            for j, (c, it) in enumerate(zip(comps, g.items)):
-                rows.append({"benchmark": name, "id": r.id, "level": r.level, "sample": j, "gold": r.answer,
-                             "response": c.text, "extracted": it.extracted, "correct": it.correct,
-                             "status": it.status, "truncated": c.truncated})
+    for (name, r), comps, g in zip(problems, completions, grades):
+        for j, (c, it) in enumerate(zip(comps, g.items)):
+            rows.append({"benchmark": name, "id": r.id, "level": r.level, "sample": j, "gold": r.answer,
+                         "response": c.text, "extracted": it.extracted, "correct": it.correct,
+                         "status": it.status, "truncated": c.truncated})
     return rows
 
 
-def run_evaluation(model_path: str, params: Params, out_dir: str | Path, engine=None) -> dict:
-    """Generate, grade and summarize; writes samples.jsonl and metrics.json to out_dir."""
-    from rlvr.rollout import RolloutEngine
+class Evaluator:
+    """One vLLM engine and one verifier pool per rank, for any number of checkpoints."""
 
-    out_dir = Path(out_dir)
-    sets = eval_sets(params)
-    engine = engine or RolloutEngine.from_params(model_path, params.engine, params.model.dtype)
-    ev = params.eval
-    names = list(sets)
-    prompts = [build_prompt(r.problem, engine.tokenizer) for n in names for r in sets[n]]
-    t0 = time.perf_counter()
-    flat = engine.generate(prompts, n=ev.k, temperature=ev.temperature, top_p=ev.top_p, max_tokens=ev.max_new_tokens)
-    gen_s = time.perf_counter() - t0
-    completions, i = {}, 0
-    for n in names:
-        completions[n], i = flat[i : i + len(sets[n])], i + len(sets[n])
-    t0 = time.perf_counter()
-    with Verifier(params.verifier.workers, params.verifier.timeout_s, params.verifier.group_timeout_s) as verifier:
-        grades = grade_sets(sets, completions, verifier)
-        counts = verifier.counts
-    verify_s = time.perf_counter() - t0
-    per_set = {n: set_metrics(sets[n], grades[n]) for n in names}
-    metrics = {
-        "model": str(model_path),
-        "k": ev.k,
-        "mean": mean_over({n: {k: v for k, v in m.items() if k != "levels"} for n, m in per_set.items()}),
-        "benchmarks": per_set,
-        "generation": _generation_stats(flat, gen_s, engine.start_seconds),
-        "verifier": {**counts.summary(), "seconds": round(verify_s, 2)},
-    }
-    rows = sample_rows(sets, completions, grades)
-    write_jsonl(out_dir / "samples.jsonl", rows)
-    _write_json(out_dir / "metrics.json", metrics)
+    def __init__(self, params: Params, model_path: str, vllm=None):
+        from rlvr.rollout import RolloutEngine
+
+        self.params, self.ranks = params, distributed.ranks_from_env()
+        self.sets = eval_sets(params)
+        self.problems = [(name, r) for name, recs in self.sets.items() for r in recs]
+        self.vllm = vllm or RolloutEngine.from_params(model_path, params.engine, params.model.dtype,
+                                                      seed=params.engine.seed + self.ranks.rank)
+        self.tokenizer = self.vllm.tokenizer
+
+    def settings_id(self) -> str:
+        """What evaluation results depend on besides the weights."""
+        p = self.params
+        return settings_hash(dataclasses.asdict(p.eval), dataclasses.asdict(p.prompt), p.data.benchmarks,
+                           [(n, r.id) for n, r in self.problems])
+
+    def evaluate(self, label: str) -> tuple[dict, list[dict], list[dict]]:
+        """Metrics, per-sample and per-problem rows of the loaded weights (on rank 0; empty elsewhere)."""
+        ev = self.params.eval
+        mine = self.problems[self.ranks.rank :: self.ranks.world]  # strided: every rank gets every set
+        prompts = [build_prompt(r.problem, self.tokenizer, self.params.prompt) for _, r in mine]
+        t0 = time.perf_counter()
+        completions = self.vllm.generate(prompts, n=ev.k, temperature=ev.temperature, top_p=ev.top_p,
+                                         max_tokens=ev.max_new_tokens, progress=self.ranks.main)
+        gen_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with Verifier.from_params(self.params) as verifier:
+            grades = verifier.grade([(r.golds, [c.text for c in cs]) for (_, r), cs in zip(mine, completions)],
+                                    desc=f"verify {label}" if self.ranks.main else None)
+            counts = verifier.counts.summary()
+        verify_s = time.perf_counter() - t0
+        parts = distributed.gather((completions, grades, counts, gen_s, verify_s))
+        if not self.ranks.main:
+            return {}, [], []
+        completions, grades = _interleave([p[0] for p in parts]), _interleave([p[1] for p in parts])
+        per_set, i = {}, 0
+        for name, recs in self.sets.items():
+            per_set[name] = set_metrics(recs, grades[i : i + len(recs)])
+            i += len(recs)
+        verifier_counts = {k: sum(p[2][k] for p in parts) for k in parts[0][2]}
+        metrics = {
+            "k": ev.k,
+            "mean": mean_over({n: {k: v for k, v in m.items() if k != "levels"} for n, m in per_set.items()}),
+            "benchmarks": per_set,
+            "generation": _generation_stats(completions, max(p[3] for p in parts), self.vllm.start_seconds),
+            "verifier": {**verifier_counts, "seconds": round(max(p[4] for p in parts), 2)},
+            "ranks": self.ranks.world,
+        }
+        return metrics, _sample_rows(self.problems, completions, grades), problem_rows(self.problems, grades)
+
+
+def _interleave(parts: list[list]) -> list:
+    """Undo the strided split problems[rank::world]."""
+    out = []
+    for i in range(max(len(p) for p in parts)):
+        out += [p[i] for p in parts if i < len(p)]
+    return out
+
+
+def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, vllm=None) -> dict:
+    """Evaluate the model and, for a trained run, each of its snapshots not yet
+    evaluated under these settings. Rank 0 writes samples.jsonl and metrics.json
+    (the final model) and by_step.json (every snapshot, the final one included)."""
+    from rlvr.rollout import load_safetensors
+
+    model_path, out_dir = Path(model_path), Path(out_dir)
+    evaluator = Evaluator(params, str(model_path), vllm)
+    snapshots = _snapshots(model_path)
+    by_step = _load_by_step(out_dir / BY_STEP, evaluator.settings_id())
+    swapped = False  # the engine holds a snapshot's weights, not the model's
+    for snap in snapshots[:-1]:
+        if by_step["steps"].get(str(snap["step"]), {}).get("id") == snap["id"]:
+            continue
+        if not Path(snap["path"]).exists():
+            raise FileNotFoundError(
+                f"snapshot {snap['path']} (step {snap['step']}) is not on this machine: snapshots are local like "
+                "checkpoints (runs/); retrain (dvc repro -f train@...) or set train.eval_every: 0")
+        evaluator.vllm.load_weights(load_safetensors(snap["path"]))
+        swapped = True
+        metrics, _, problems = evaluator.evaluate(f"step {snap['step']}")
+        _keep(by_step, snap, metrics, problems, out_dir, evaluator.ranks)
+    if swapped:
+        evaluator.vllm.load_weights(load_safetensors(model_path))
+    metrics, rows, problems = evaluator.evaluate("final")
+    if evaluator.ranks.main:
+        metrics["model"] = str(model_path)
+        write_jsonl(out_dir / "samples.jsonl", rows)
+        write_jsonl(out_dir / "problems.jsonl", problems)
+        write_json(out_dir / "metrics.json", metrics)
+        _keep(by_step, snapshots[-1], metrics, problems, out_dir, evaluator.ranks)
     return {"metrics": metrics, "rows": rows}
+
+
+def _snapshots(model_path: Path) -> list[dict]:
+    """The run's snapshots, oldest first, the final model last (a base model: only itself)."""
+    listing = model_path / SNAPSHOTS
+    return json.loads(listing.read_text()) if listing.exists() else [{"step": None, "id": None, "path": "."}]
+
+
+def _load_by_step(path: Path, settings: str) -> dict:
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("settings") == settings:
+            return saved
+    return {"settings": settings, "steps": {}}
+
+
+def _keep(by_step: dict, snap: dict, metrics: dict, problems: list[dict], out_dir: Path, ranks) -> None:
+    """Record one snapshot's summary and per-problem results at once, so a
+    killed stage resumes after it."""
+    if not ranks.main or snap["step"] is None:
+        return
+    summary = {"mean": metrics["mean"], "benchmarks": {n: {k: v for k, v in m.items() if k != "levels"}
+                                                       for n, m in metrics["benchmarks"].items()}}
+    by_step["steps"][str(snap["step"])] = {"id": snap["id"], **summary,
+                                           "problems": [[p["correct"], p["majority"]] for p in problems]}
+    write_json(out_dir / BY_STEP, by_step)
 
 
 def _generation_stats(flat, seconds: float, start_seconds: float) -> dict:
@@ -117,13 +212,6 @@ def _generation_stats(flat, seconds: float, start_seconds: float) -> dict:
     }
 
 
-def _write_json(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False) + "\n")
-    os.replace(tmp, path)
-
-
 def flat_metrics(metrics: dict) -> dict[str, float]:
     """metrics.json -> {'mean/avg@4': .., 'arithmetic/L1/avg@4': ..} for MLflow."""
     out = {f"mean/{k}": v for k, v in metrics["mean"].items()}
@@ -137,3 +225,34 @@ def flat_metrics(metrics: dict) -> dict[str, float]:
     out.update({f"gen/{k}": v for k, v in metrics["generation"].items()})
     out.update({f"verifier/{k}": v for k, v in metrics["verifier"].items()})
     return out
+
+
+def evaluate_stage(params: Params, run) -> dict:
+    """The evaluate stage: evaluate `run` (rlvr.runs.Run) on every rank, track
+    it on rank 0; returns the one-line summary."""
+    from contextlib import nullcontext
+
+    from rlvr.tracking import Tracker, dataset_input
+
+    ranks = distributed.ranks_from_env()
+    if ranks.world > 1:
+        distributed.init(params.launcher.timeout_s)
+    logged = {"eval": dataclasses.asdict(params.eval), "engine": dataclasses.asdict(params.engine),
+              "prompt": dataclasses.asdict(params.prompt), "benchmarks": params.data.benchmarks,
+              "run": run.name, "model_path": str(run.model_dir), "ranks": ranks.world}
+    tracker = Tracker.for_stage(params, f"evaluate@{run.name}", model=run.method, logged=logged) \
+        if ranks.main else None
+    with tracker or nullcontext():
+        result = run_evaluation(run.model_dir, params, run.eval_dir)
+        if tracker is None:
+            return {}
+        for name in ("arithmetic", *params.data.benchmarks):
+            tracker.log_dataset(dataset_input(params.data.eval_dir / f"{name}.jsonl", "eval"))
+        tracker.log_metrics(flat_metrics(result["metrics"]))
+        tracker.log_table(result["rows"][: params.tracking.log_samples], "samples.json")
+        tracker.log_artifact(run.eval_dir / "metrics.json")
+        tracker.log_artifact(run.eval_dir / BY_STEP)
+    m = result["metrics"]
+    summary = {k: round(v, 3) for k, v in m["mean"].items() if "@" in k}
+    summary["tok/s"] = m["generation"]["tokens_per_s"]
+    return summary

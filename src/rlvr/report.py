@@ -1,8 +1,13 @@
-"""The report: paper-style tables and training-dynamics figures from stage outputs.
+"""The report: paper-style tables with intervals, the paper-claims verdicts,
+and the training-dynamics figures, from the stage outputs.
 
-Inputs: reports/eval/<run>/{metrics.json,samples.jsonl}, runs/<method>/steps.csv,
-and the published numbers (data/vendor/paper_results.yaml). Outputs:
-reports/results.md, reports/index.html (figures inlined), reports/figures/*.png.
+Inputs, per run (rlvr.runs): reports/eval/<run>/{metrics.json, problems.jsonl,
+by_step.json} and reports/train/<run>/steps.csv, plus the published numbers.
+Outputs: reports/results.md, reports/index.html (figures inlined),
+reports/figures/*.png, reports/curves.csv (every run's steps, for `dvc plots`)
+and reports/headline.json (the mean scores per method, for `dvc exp show`).
+Every number of ours carries a 95% bootstrap interval over problems; words
+such as "better" appear only where an interval allows them (rlvr.stats).
 """
 
 from __future__ import annotations
@@ -11,43 +16,63 @@ import base64
 import csv
 import json
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import yaml
 
-PAPER_NAMES = {"base": "base"}  # our run name -> paper row name, where they differ
+from rlvr import stats
+from rlvr.atomic import write_json, write_text
+from rlvr.claims import claims_table
+from rlvr.figures import accuracy_vs_step, curve_figure, difficulty_figure
+from rlvr.runs import BASE, Run
+
+KINDS = ("avg", "pass", "maj")
 
 
-# ---- loading ----------------------------------------------------------------
+@dataclass
+class MethodResults:
+    """Every evaluated seed of one method (the base model: one 'seed')."""
+
+    name: str
+    metrics: list[dict] = field(default_factory=list)  # metrics.json per seed
+    problems: list[list[dict]] = field(default_factory=list)  # problems.jsonl per seed
+    steps: list[list[dict]] = field(default_factory=list)  # steps.csv per seed
+    by_step: list[dict] = field(default_factory=list)  # by_step.json "steps" per seed
+    seeds: list[int | None] = field(default_factory=list)
+
+    @property
+    def k(self) -> int:
+        return self.metrics[0]["k"]
+
+    @property
+    def benchmarks(self) -> list[str]:
+        return list(self.metrics[0]["benchmarks"])
+
+    def values(self, kind: str) -> dict[str, np.ndarray]:
+        """Per benchmark: each problem's value, averaged over seeds (aligned by problem)."""
+        per_seed = [per_problem(rows, kind) for rows in self.problems]
+        return {b: np.mean([s[b] for s in per_seed], axis=0) for b in per_seed[0]}
+
+    def accuracy_by_question(self) -> list[float]:
+        return [float(v) for arr in self.values("avg").values() for v in arr]
 
 
-def load_eval(eval_dir: Path, runs: list[str]) -> dict[str, dict]:
-    out = {}
-    for run in runs:
-        path = eval_dir / run / "metrics.json"
-        if path.exists():
-            out[run] = json.loads(path.read_text())
-    return out
+def per_problem(rows: list[dict], kind: str) -> dict[str, np.ndarray]:
+    """avg: share of the k samples correct; pass: pass@k (any correct); maj: maj@k."""
+    out = defaultdict(list)
+    for r in rows:
+        value = {"avg": r["correct"] / r["k"], "pass": float(r["correct"] > 0), "maj": float(r["majority"])}[kind]
+        out[r["benchmark"]].append(value)
+    return {b: np.asarray(v) for b, v in out.items()}
 
 
-def load_steps(runs_dir: Path, methods: list[str]) -> dict[str, list[dict]]:
-    out = {}
-    for m in methods:
-        path = runs_dir / m / "steps.csv"
-        if path.exists():
-            with open(path, newline="") as f:
-                out[m] = [{k: _num(v) for k, v in r.items()} for r in csv.DictReader(f)]
-    return out
-
-
-def per_question_accuracy(samples_path: Path) -> dict[tuple[str, str], float]:
-    """(benchmark, id) -> share of the k samples that were correct."""
-    hits = defaultdict(list)
-    if samples_path.exists():
-        for line in samples_path.read_text().splitlines():
-            r = json.loads(line)
-            hits[(r["benchmark"], r["id"])].append(bool(r["correct"]))
-    return {k: sum(v) / len(v) for k, v in hits.items()}
+def _read_csv(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return [{k: _num(v) for k, v in r.items()} for r in csv.DictReader(f)]
 
 
 def _num(v):
@@ -57,183 +82,273 @@ def _num(v):
         return v
 
 
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def load_results(root: Path, runs: list[Run]) -> dict[str, MethodResults]:
+    """Evaluated runs grouped by method, in the order of `runs`."""
+    out: dict[str, MethodResults] = {}
+    for run in runs:
+        metrics_file = root / run.eval_dir / "metrics.json"
+        if not metrics_file.exists():
+            continue
+        m = out.setdefault(run.method, MethodResults(run.method))
+        m.metrics.append(json.loads(metrics_file.read_text()))
+        m.problems.append(_read_jsonl(root / run.eval_dir / "problems.jsonl"))
+        m.steps.append(_read_csv(root / run.train_dir / "steps.csv"))
+        by_step = root / run.eval_dir / "by_step.json"
+        m.by_step.append(json.loads(by_step.read_text())["steps"] if by_step.exists() else {})
+        m.seeds.append(run.seed)
+    return out
+
+
 # ---- tables -----------------------------------------------------------------
 
 
-def metric_key(evals: dict[str, dict], kind: str) -> str:
-    k = next(iter(evals.values()))["k"]
-    return {"avg": f"avg@{k}", "pass": f"pass@{k}", "maj": f"maj@{k}"}[kind]
+Cell = tuple[float, float, float]  # estimate, low, high
 
 
-def table(evals: dict[str, dict], key: str) -> tuple[list[str], list[list]]:
-    """Rows: run x (each benchmark, mean) of metric `key`."""
-    benches = list(next(iter(evals.values()))["benchmarks"])
-    header = ["method", *benches, "mean"]
-    rows = [[run, *[m["benchmarks"].get(b, {}).get(key) for b in benches], m["mean"].get(key)]
-            for run, m in evals.items()]
-    return header, rows
+def score_table(results: dict[str, MethodResults], kind: str) -> tuple[list[str], dict[str, list[Cell]]]:
+    """Per method: (estimate, 95% interval) for each benchmark, then the mean over them."""
+    benches = next(iter(results.values())).benchmarks
+    rows = {}
+    for name, m in results.items():
+        vals = m.values(kind)
+        rows[name] = [stats.mean_ci([vals[b]]) for b in benches] + [stats.mean_ci([vals[b] for b in benches])]
+    return benches + ["mean"], rows
 
 
-def gains(rows: list[list], reference: str) -> list[list] | None:
-    ref = next((r for r in rows if r[0] == reference), None)
-    if ref is None:
+def paired(a: MethodResults, b: MethodResults, kind: str, bench: str | None) -> Cell:
+    """a - b on the same problems: one benchmark, or the mean over all (bench None)."""
+    va, vb = a.values(kind), b.values(kind)
+    keys = [bench] if bench else list(va)
+    return stats.paired_diff_ci([va[k] for k in keys], [vb[k] for k in keys])
+
+
+def best_marks(results: dict[str, MethodResults], kind: str, columns: list[str]) -> dict[str, str]:
+    """Column -> the method that is best there with its interval over the
+    runner-up excluding 0 (no mark where the top two cannot be told apart)."""
+    marks = {}
+    _, rows = score_table(results, kind)
+    for j, col in enumerate(columns):
+        ranked = sorted(rows, key=lambda n: rows[n][j][0], reverse=True)
+        if len(ranked) < 2:
+            continue
+        _, lo, _ = paired(results[ranked[0]], results[ranked[1]], kind, None if col == "mean" else col)
+        if lo > 0:
+            marks[col] = ranked[0]
+    return marks
+
+
+def fmt(cell: Cell, signed: bool = False) -> str:
+    est, lo, hi = cell
+    f = "{:+.3f}" if signed else "{:.3f}"
+    return f"{f.format(est)} [{f.format(lo)}, {f.format(hi)}]"
+
+
+def markdown(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def scores_section(results, kind: str, paper_rows: list[list[str]]) -> tuple[str, dict]:
+    cols, rows = score_table(results, kind)
+    marks = best_marks(results, kind, cols)
+    body = [[name, *[f"**{fmt(c)}**" if marks.get(col) == name else fmt(c) for col, c in zip(cols, cells)]]
+            for name, cells in rows.items()]
+    return markdown(["method", *cols], body + paper_rows), {"columns": cols, "rows": rows, "best": marks}
+
+
+def gains_section(results, kind: str, reference: str) -> str | None:
+    if reference not in results:
         return None
-    return [[r[0], *[(a - b) if a is not None and b is not None else None for a, b in zip(r[1:], ref[1:])]]
-            for r in rows if r[0] not in (reference, "base")]
+    others = [n for n in results if n not in (reference, BASE)]
+    if not others:
+        return None
+    cols = results[reference].benchmarks + ["mean"]
+    body = []
+    for name in others:
+        cells = [paired(results[name], results[reference], kind, None if c == "mean" else c) for c in cols]
+        body.append([name, *[fmt(c, signed=True) for c in cells], stats.verdict(cells[-1][1], cells[-1][2])])
+    return markdown(["method", *cols, "mean: verdict"], body)
 
 
-def paper_rows(paper: dict, profile: str | None, header: list[str]) -> list[list]:
+def seeds_section(results, kind: str) -> str | None:
+    """Each seed's mean score, and the spread between seeds."""
+    trained = {n: m for n, m in results.items() if n != BASE and len(m.seeds) > 1}
+    if not trained:
+        return None
+    body = []
+    for name, m in trained.items():
+        means = [float(np.mean([per_problem(p, kind)[b].mean() for b in m.benchmarks])) for p in m.problems]
+        sd = float(np.std(means, ddof=1))
+        body.append([name, ", ".join(f"s{s}: {v:.3f}" for s, v in zip(m.seeds, means)),
+                     f"{np.mean(means):.3f}", f"{sd:.3f}", f"{np.ptp(means):.3f}"])
+    return markdown(["method", f"mean {kind}@k per seed", "mean", "sd between seeds", "range"], body)
+
+
+def level_section(results, k: int) -> tuple[str, dict[str, dict[str, float]]] | None:
+    """Arithmetic accuracy per difficulty level (mean over seeds), and each method's gain over base."""
+    levels = defaultdict(dict)
+    for name, m in results.items():
+        per_level = defaultdict(list)
+        for metrics in m.metrics:
+            for lv, lm in metrics["benchmarks"].get("arithmetic", {}).get("levels", {}).items():
+                per_level[lv].append(lm[f"avg@{k}"])
+        levels[name] = {lv: float(np.mean(v)) for lv, v in per_level.items()}
+    keys = sorted({lv for v in levels.values() for lv in v}, key=int)
+    if not keys:
+        return None
+    body = [[n, *[f"{v.get(lv, float('nan')):.3f}" for lv in keys]] for n, v in levels.items()]
+    gains = {n: {lv: v[lv] - levels[BASE].get(lv, 0.0) for lv in v} for n, v in levels.items()
+             if n != BASE and BASE in levels}
+    return markdown(["method", *[f"L{lv}" for lv in keys]], body), gains
+
+
+def difficulty_section(results) -> str:
+    body = []
+    for name, m in results.items():
+        acc = m.accuracy_by_question()
+        zero, hundred = sum(a == 0 for a in acc), sum(a == 1 for a in acc)
+        z, h = stats.proportion_ci(zero, len(acc)), stats.proportion_ci(hundred, len(acc))
+        body.append([name, f"{z[0]:.1%} [{z[1]:.1%}, {z[2]:.1%}]", f"{h[0]:.1%} [{h[1]:.1%}, {h[2]:.1%}]",
+                     str(len(acc))])
+    return markdown(["method", "questions at 0%", "questions at 100%", "questions"], body)
+
+
+def checkpoint_curves(results, kind: str) -> dict[str, list[tuple[int, float, float, float]]]:
+    """Per method: (step, mean score, interval) of each evaluated snapshot (first seed's schedule)."""
+    curves = {}
+    for name, m in results.items():
+        if name == BASE or not any(m.by_step):
+            continue
+        steps = sorted({int(s) for bs in m.by_step for s in bs}, key=int)
+        pts = []
+        for s in steps:
+            seeds = [bs[str(s)] for bs in m.by_step if str(s) in bs]
+            vals = _snapshot_values(seeds, m, kind)
+            pts.append((s, *stats.mean_ci(list(vals.values()))))
+        curves[name] = pts
+    return curves
+
+
+def _snapshot_values(entries: list[dict], m: MethodResults, kind: str) -> dict[str, np.ndarray]:
+    """Per-problem values of one snapshot step, averaged over the seeds that have it."""
+    template = m.problems[0]
+    per_seed = []
+    for e in entries:
+        rows = [dict(t, correct=c, majority=mj) for t, (c, mj) in zip(template, e["problems"])]
+        per_seed.append(per_problem(rows, kind))
+    return {b: np.mean([p[b] for p in per_seed], axis=0) for b in per_seed[0]}
+
+
+def best_checkpoint_section(curves) -> str | None:
+    if not curves:
+        return None
+    body = []
+    for name, pts in curves.items():
+        best = max(pts, key=lambda p: p[1])
+        final = pts[-1]
+        body.append([name, str(int(final[0])), fmt(final[1:]), str(int(best[0])), fmt(best[1:])])
+    return markdown(["method", "final step", "final", "best step", "best (selected on the test sets)"], body)
+
+
+def paper_rows(paper: dict, profile: str | None, columns: list[str]) -> list[list[str]]:
     """Published rows for the matching recipe, in our column order."""
-    if not profile or profile not in paper:
+    if not profile or profile not in paper or "rows" not in paper[profile]:
         return []
-    cols = {"mean": "avg"}
-    return [[f"{r['method']} (paper, {r.get('mrl', '')})", *[r.get(cols.get(c, c)) for c in header[1:]]]
+    key = {"mean": "avg"}
+    return [[f"{r['method']} (paper, {r.get('mrl', '')})",
+             *[f"{r[key.get(c, c)]:.3f}" if r.get(key.get(c, c)) is not None else "–" for c in columns]]
             for r in paper[profile]["rows"]]
 
 
-def markdown(header: list[str], rows: list[list], best: bool = True, signed: bool = False) -> str:
-    best_at = {}
-    if best:
-        for j in range(1, len(header)):
-            vals = [r[j] for r in rows if r[j] is not None and "(paper" not in str(r[0])]
-            if vals:
-                best_at[j] = max(vals)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for r in rows:
-        cells = [str(r[0])]
-        for j, v in enumerate(r[1:], start=1):
-            if v is None:
-                cells.append("–")
-                continue
-            text = f"{v:+.3f}" if signed else f"{v:.3f}"
-            cells.append(f"**{text}**" if best and best_at.get(j) == v and "(paper" not in str(r[0]) else text)
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def level_table(evals: dict[str, dict], key: str, bench: str = "arithmetic") -> tuple[list[str], list[list]] | None:
-    levels = sorted({lv for m in evals.values() for lv in m["benchmarks"].get(bench, {}).get("levels", {})}, key=int)
-    if not levels:
+def paper_notes(paper: dict, profile: str | None) -> str | None:
+    """What a profile without per-benchmark rows has (SIREN: headline figures only)."""
+    entry = paper.get(profile) if profile else None
+    if not entry or "rows" in entry:
         return None
-    header = ["method", *[f"L{lv}" for lv in levels]]
-    rows = [[run, *[m["benchmarks"][bench]["levels"].get(lv, {}).get(key) for lv in levels]]
-            for run, m in evals.items() if bench in m["benchmarks"]]
-    return header, rows
+    lines = [f"- {k}: {v}" for k, v in (entry.get("headline") or {}).items()]
+    missing = entry.get("missing") or ["per-benchmark rows (not found in the paper or the official repository)"]
+    return "Published figures for this recipe:\n" + "\n".join(lines) + "\n\nNot available: " + "; ".join(missing)
 
 
-# ---- figures ----------------------------------------------------------------
+# ---- machine-readable outputs ------------------------------------------------------
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def curve_figure(steps: dict[str, list[dict]], keys: list[tuple[str, str]], path: Path, title: str) -> Path | None:
-    if not steps:
-        return None
-    plt = _plt()
-    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 3.8), squeeze=False)
-    for ax, (key, label) in zip(axes[0], keys):
-        for method, rows in steps.items():
-            xs = [r["step"] for r in rows if isinstance(r.get(key), float)]
-            ys = [r[key] for r in rows if isinstance(r.get(key), float)]
-            if xs:
-                ax.plot(xs, ys, marker="o", ms=3, label=method)
-        ax.set_xlabel("training step")
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+def write_curves(results, path: Path) -> None:
+    """Every trained run's steps in one long table (step, run, metrics), for `dvc plots`."""
+    rows = [{"step": int(r["step"]), "run": name if len(m.seeds) == 1 else f"{name}/seed{seed}", **r}
+            for name, m in results.items() for seed, steps in zip(m.seeds, m.steps) for r in steps]
+    fields = ["step", "run", *sorted({k for r in rows for k in r} - {"step", "run"})]
+    text = ",".join(fields) + "\n" + "".join(
+        ",".join(_cell(r.get(f)) for f in fields) + "\n" for r in rows)
+    write_text(path, text)
 
 
-def difficulty_figure(acc: dict[str, dict], evals: dict[str, dict], avg_key: str, path: Path) -> Path | None:
-    """Left: per-question accuracy distribution per run (shares at 0% and 100%
-    marked). Right: accuracy gain over base per arithmetic level per method."""
-    if "base" not in acc or len(acc) < 2:
-        return None
-    plt = _plt()
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4))
-    runs = list(acc)
-    bins = sorted({round(v, 4) for a in acc.values() for v in a.values()})
-    width = 0.8 / len(runs)
-    for i, run in enumerate(runs):
-        vals = list(acc[run].values())
-        shares = [sum(1 for v in vals if round(v, 4) == b) / len(vals) for b in bins]
-        ax1.bar([j + i * width for j in range(len(bins))], shares, width, label=run)
-    ax1.set_xticks([j + 0.4 - width / 2 for j in range(len(bins))], [f"{b:.0%}" for b in bins])
-    ax1.set_xlabel("per-question accuracy (k samples)")
-    ax1.set_ylabel("share of questions")
-    ax1.set_title("difficulty bias: questions at 0% and 100% give no group signal")
-    ax1.legend(fontsize=8)
-    lt = level_table(evals, avg_key)
-    if lt:
-        header, rows = lt
-        base = next(r for r in rows if r[0] == "base")
-        methods = [r for r in rows if r[0] != "base"]
-        w = 0.8 / max(len(methods), 1)
-        for i, r in enumerate(methods):
-            ax2.bar([j + i * w for j in range(len(header) - 1)],
-                    [(a or 0) - (b or 0) for a, b in zip(r[1:], base[1:])], w, label=r[0])
-        ax2.set_xticks([j + 0.4 - w / 2 for j in range(len(header) - 1)], header[1:])
-        ax2.axhline(0, color="black", lw=0.8)
-        ax2.set_xlabel("arithmetic difficulty level")
-        ax2.set_ylabel(f"{avg_key} gain over base")
-        ax2.set_title("accuracy gain per difficulty level")
-        ax2.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def headline(results, tables: dict) -> dict:
+    """Mean avg@k and maj@k per method: the columns `dvc exp show` leads with."""
+    out = {}
+    for kind in ("avg", "maj"):
+        t = tables[kind]
+        out[f"{kind}@{next(iter(results.values())).k}"] = {n: round(cells[-1][0], 4) for n, cells in t["rows"].items()}
+    return out
 
 
 # ---- the whole report -------------------------------------------------------------
 
 
-def zero_hundred(acc: dict[tuple, float]) -> tuple[float, float]:
-    vals = list(acc.values())
-    return (sum(v == 0 for v in vals) / len(vals), sum(v == 1 for v in vals) / len(vals)) if vals else (0.0, 0.0)
-
-
-def build_report(runs: list[str], methods: list[str], eval_dir: Path, runs_dir: Path, out_dir: Path,
-                 paper_path: Path | None = None, profile: str | None = None) -> dict:
-    evals = load_eval(eval_dir, runs)
-    if not evals:
-        raise FileNotFoundError(f"no metrics.json under {eval_dir} for runs {runs}: run the evaluate stages first")
-    steps = load_steps(runs_dir, methods)
+def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | None = None,
+                 profile: str | None = None, objectives: dict[str, str] | None = None) -> dict:
+    """Write every output; `objectives` maps method -> objective (for the claims)."""
+    results = load_results(root, runs)
+    if not results:
+        raise FileNotFoundError(f"no metrics.json under {root / 'reports/eval'} for runs "
+                                f"{[r.name for r in runs]}: run the evaluate stages first")
     paper = yaml.safe_load(paper_path.read_text()) if paper_path and paper_path.exists() else {}
+    k = next(iter(results.values())).k
+    sections, tables = [_intro(results)], {}
+    for kind in KINDS:
+        cols = next(iter(results.values())).benchmarks + ["mean"]
+        shown = paper_rows(paper, profile, cols) if kind == "avg" else []
+        md, tables[kind] = scores_section(results, kind, shown)
+        title = {"avg": f"Main table: avg@{k} (pass@1 averaged over k samples)", "pass": f"pass@{k}",
+                 "maj": f"maj@{k}"}[kind]
+        sections.append(f"## {title}\n\n{md}")
+        for ref in (BASE, "grpo"):
+            g = gains_section(results, kind, ref)
+            if g:
+                sections.append(f"### {kind}@{k}: paired difference against {ref}\n\n{g}")
+    notes = paper_notes(paper, profile)
+    if notes:
+        sections.append(f"## Published numbers ({profile})\n\n{notes}")
+    seeds = seeds_section(results, "avg")
+    if seeds:
+        sections.append(f"## Seeds: avg@{k} of each seed, and the spread between seeds\n\n{seeds}")
+    levels = level_section(results, k)
+    if levels:
+        sections.append(f"## avg@{k} per arithmetic difficulty level (mean over seeds)\n\n{levels[0]}")
+    sections.append("## Difficulty bias: share of questions no sample solves / every sample solves "
+                    f"(Wilson 95% intervals)\n\n{difficulty_section(results)}")
+    curves = checkpoint_curves(results, "avg")
+    best = best_checkpoint_section(curves)
+    if best:
+        sections.append(f"## Checkpoint evaluation: final and best snapshot (mean avg@{k})\n\n"
+                        "The best snapshot is selected on the same test sets it is scored on, as the DisCO paper "
+                        f"reports it: an optimistic number, shown beside the final one.\n\n{best}")
+    claims = claims_table(results, objectives or {}, k)
+    if claims:
+        sections.append(f"## The papers' claims, checked on this run's data\n\n{claims}")
+    steps = {(n if len(m.seeds) == 1 else f"{n}/seed{s}"): rows for n, m in results.items()
+             for s, rows in zip(m.seeds, m.steps) if rows}
     fig_dir = out_dir / "figures"
-    avg, pas, maj = (metric_key(evals, k) for k in ("avg", "pass", "maj"))
-    sections, tables = [], {}
-    for title, key in ((f"Main table: {avg} (pass@1 averaged over k samples)", avg), (pas, pas), (maj, maj)):
-        header, rows = table(evals, key)
-        tables[key] = {"header": header, "rows": rows}
-        shown = rows + (paper_rows(paper, profile, header) if key == avg else [])
-        sections.append(f"## {title}\n\n{markdown(header, shown)}")
-        for ref in ("base", "grpo"):
-            g = gains(rows, ref)
-            if g and len(g) > 0:
-                sections.append(f"### {key}: gain over {ref}\n\n{markdown(header, g, best=False, signed=True)}")
-    lt = level_table(evals, avg)
-    if lt:
-        sections.append(f"## {avg} per arithmetic difficulty level\n\n{markdown(*lt)}")
-    acc = {run: per_question_accuracy(eval_dir / run / "samples.jsonl") for run in evals}
-    acc = {r: a for r, a in acc.items() if a}
-    if acc:
-        lines = ["| run | questions at 0% | questions at 100% |", "|---|---|---|"]
-        lines += [f"| {r} | {zero_hundred(a)[0]:.1%} | {zero_hundred(a)[1]:.1%} |" for r, a in acc.items()]
-        sections.append("## Difficulty bias: share of questions no sample solves / every sample solves\n\n"
-                        + "\n".join(lines))
     figures = [f for f in (
         curve_figure(steps, [("reward_mean", "training reward"), ("entropy", "generation entropy (full vocab)")],
                      fig_dir / "training_dynamics.png", "training reward and entropy"),
@@ -242,28 +357,44 @@ def build_report(runs: list[str], methods: list[str], eval_dir: Path, runs_dir: 
         curve_figure(steps, [("topp_entropy", "top-p entropy (SIREN)"), ("zero_variance_groups",
                                                                           "share of zero-variance groups")],
                      fig_dir / "entropy_groups.png", "top-p entropy and uninformative groups"),
-        difficulty_figure(acc, evals, avg, fig_dir / "difficulty_bias.png"),
+        curve_figure(steps, [("kl_active", "share of loss calls with the KL penalty active"),
+                             ("clip_frac", "share of clipped tokens")],
+                     fig_dir / "constraint.png", "trust region: DisCO's constraint and the clip"),
+        difficulty_figure({n: m.accuracy_by_question() for n, m in results.items()},
+                          levels[1] if levels else {}, f"avg@{k}", fig_dir / "difficulty_bias.png"),
+        accuracy_vs_step(curves, f"avg@{k}", fig_dir / "accuracy_vs_step.png"),
     ) if f is not None]
     md = "# Results\n\n" + "\n\n".join(sections)
     md += "\n\n## Figures\n\n" + "\n".join(f"![{f.stem}](figures/{f.name})" for f in figures) + "\n"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.md").write_text(md)
-    (out_dir / "index.html").write_text(_html(md, figures))
-    return {"tables": tables, "figures": [str(f) for f in figures], "runs": list(evals)}
+    write_text(out_dir / "results.md", md)
+    write_text(out_dir / "index.html", _html(md, figures))
+    write_curves(results, out_dir / "curves.csv")
+    write_json(out_dir / "headline.json", headline(results, tables))
+    return {"tables": tables, "figures": [str(f) for f in figures], "methods": list(results)}
+
+
+def _intro(results) -> str:
+    m = next(iter(results.values()))
+    sizes = ", ".join(f"{b}: {len(v)}" for b, v in m.values("avg").items())
+    seeds = {n: len(r.seeds) for n, r in results.items() if n != BASE}
+    return (f"k = {m.k} samples per problem; problems per set: {sizes}; seeds per method: "
+            f"{', '.join(f'{n} {s}' for n, s in seeds.items()) or 'none'}. Each score is followed by its 95% "
+            "bootstrap interval over problems (the k samples of a problem resampled together; with several "
+            "seeds, the seed-averaged problem). Bold marks a column's best only where its interval over the "
+            "runner-up excludes 0. A difference whose interval contains 0 is not distinguishable at this scale.")
 
 
 def _html(md: str, figures: list[Path]) -> str:
     """A self-contained page: the markdown tables as HTML, figures inlined."""
-    body = []
-    table_rows: list[str] = []
+    body, table_rows = [], []
 
     def flush():
         if table_rows:
             cells = [r.strip("|").split("|") for r in table_rows if not set(r) <= set("|-")]
-            html = "<table>" + "".join(
-                "<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{_inline(c.strip())}</{'th' if i == 0 else 'td'}>"
-                                 for c in row) + "</tr>" for i, row in enumerate(cells)) + "</table>"
-            body.append(html)
+            tag = lambda i: "th" if i == 0 else "td"  # noqa: E731
+            body.append("<table>" + "".join(
+                "<tr>" + "".join(f"<{tag(i)}>{_inline(c.strip())}</{tag(i)}>" for c in row) + "</tr>"
+                for i, row in enumerate(cells)) + "</table>")
             table_rows.clear()
 
     for line in md.splitlines():
@@ -276,6 +407,8 @@ def _html(md: str, figures: list[Path]) -> str:
         if line.startswith("#"):
             level = len(line) - len(line.lstrip("#"))
             body.append(f"<h{level}>{line.lstrip('#').strip()}</h{level}>")
+        elif line.startswith("- "):
+            body.append(f"<li>{line[2:]}</li>")
         elif line.strip():
             body.append(f"<p>{line}</p>")
     flush()
@@ -283,7 +416,7 @@ def _html(md: str, figures: list[Path]) -> str:
         data = base64.b64encode(Path(f).read_bytes()).decode()
         body.append(f'<figure><img src="data:image/png;base64,{data}" alt="{f.stem}"><figcaption>{f.stem}'
                     "</figcaption></figure>")
-    style = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:collapse;"
+    style = ("body{font-family:sans-serif;max-width:1300px;margin:2em auto}table{border-collapse:collapse;"
              "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}img{max-width:100%}")
     return f"<!doctype html><html><head><meta charset='utf-8'><title>rlvr results</title><style>{style}</style>" \
            f"</head><body>{''.join(body)}</body></html>\n"

@@ -91,7 +91,18 @@ def _equal(a, b, timeout_s: int) -> bool:
     return verify(a, b, timeout_seconds=timeout_s, raise_on_error=True)
 
 
-def grade_group(golds: list[str], responses: list[str], timeout_s: int = 5) -> GroupGrade:
+def answer_part(text: str, answer_after: str | None) -> str:
+    """The part of a response that holds its final answer. With a marker (the
+    R1-distill models' "</think>"), the text after its first occurrence; a
+    response without the marker never finished thinking and has no answer."""
+    if answer_after is None:
+        return text
+    head, found, tail = text.partition(answer_after)
+    return tail if found else ""
+
+
+def grade_group(golds: list[str], responses: list[str], timeout_s: int = 5,
+                answer_after: str | None = None) -> GroupGrade:
     """Grade the k responses to one problem; runs inside a worker process."""
     from math_verify.errors import TimeoutException
 
@@ -99,7 +110,7 @@ def grade_group(golds: list[str], responses: list[str], timeout_s: int = 5) -> G
     items, parsed = [], []
     for text in responses:
         try:
-            pred = _parse_response(text, timeout_s)
+            pred = _parse_response(answer_part(text, answer_after), timeout_s)
             if not pred:
                 items.append(Grade(False, "", NO_ANSWER))
                 parsed.append(None)
@@ -146,8 +157,9 @@ def _majority_correct(items: list[Grade], parsed: list, timeout_s: int) -> bool:
 class Verifier:
     """A pool of grading workers. Use as a context manager, or call close()."""
 
-    def __init__(self, workers: int = 2, timeout_s: float = 5, group_timeout_s: float = 60, memory_mb: int = 2048):
-        self.workers = workers
+    def __init__(self, workers: int = 2, timeout_s: float = 5, group_timeout_s: float = 60, memory_mb: int = 2048,
+                 answer_after: str | None = None):
+        self.workers, self.answer_after = workers, answer_after
         self.timeout_s = max(1, int(round(timeout_s)))
         self.group_timeout_s = group_timeout_s
         self.memory_mb = memory_mb
@@ -161,7 +173,7 @@ class Verifier:
 
     def grade(self, groups: list[tuple[list[str], list[str]]], desc: str | None = None) -> list[GroupGrade]:
         """Grade (golds, responses) pairs; order is preserved."""
-        pending = [self._pool.apply_async(grade_group, (g, r, self.timeout_s)) for g, r in groups]
+        pending = [self._pool.apply_async(grade_group, (g, r, self.timeout_s, self.answer_after)) for g, r in groups]
         results, hung = [], False
         for (_, responses), job in tqdm(
             zip(groups, pending), total=len(groups), desc=desc or "verify", leave=False, disable=desc is None
@@ -179,6 +191,11 @@ class Verifier:
             self.pools_replaced += 1
         self.counts.add(results)
         return results
+
+    @classmethod
+    def from_params(cls, params) -> "Verifier":
+        v = params.verifier
+        return cls(v.workers, v.timeout_s, v.group_timeout_s, answer_after=params.prompt.answer_after)
 
     def close(self) -> None:
         self._pool.terminate()

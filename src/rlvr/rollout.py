@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 import torch
@@ -49,9 +50,10 @@ class RolloutEngine:
         self.start_seconds = time.perf_counter() - t0
 
     @classmethod
-    def from_params(cls, model_path: str, engine, dtype: str) -> "RolloutEngine":
+    def from_params(cls, model_path: str, engine, dtype: str, seed: int | None = None) -> "RolloutEngine":
+        """`seed` overrides engine.seed (each rank and each run seed samples its own)."""
         return cls(model_path, dtype=dtype, max_model_len=engine.max_model_len, enforce_eager=engine.enforce_eager,
-                   seed=engine.seed, kv_cache_gib=engine.kv_cache_gib,
+                   seed=engine.seed if seed is None else seed, kv_cache_gib=engine.kv_cache_gib,
                    gpu_memory_utilization=engine.gpu_memory_utilization)
 
     def generate(self, prompts: list[str], n: int, temperature: float, top_p: float, max_tokens: int,
@@ -74,3 +76,17 @@ class RolloutEngine:
         """Replace the engine's weights in place (no restart, KV cache reset)."""
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(weights)})
         self.llm.reset_prefix_cache()
+
+
+def load_safetensors(model_dir: str | Path) -> Iterable[tuple[str, torch.Tensor]]:
+    """(name, tensor) of an HF checkpoint directory, shard by shard, for
+    `RolloutEngine.load_weights` (a snapshot into a running engine)."""
+    from safetensors import safe_open
+
+    files = sorted(Path(model_dir).glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"no *.safetensors in {model_dir}")
+    for path in files:
+        with safe_open(str(path), framework="pt") as f:
+            for name in f.keys():
+                yield name, f.get_tensor(name)

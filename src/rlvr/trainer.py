@@ -1,108 +1,85 @@
 """The RL loop: vLLM rollouts -> verifier rewards -> DeepSpeed updates -> weight push.
 
-One rollout step:
-  1. sample B questions; n responses each from the in-process vLLM engine (pi_old)
-  2. rewards from the verifier pool (DAPO: overlong shaping, dynamic sampling)
-  3. pi_old's log-probs from the training model: a no-grad pass for every
+One rollout step, on every rank of a data-parallel job (one rank without a launcher):
+  1. this rank's share of the step's B questions, n responses each from its
+     own vLLM engine (pi_old), graded and shaped (rlvr.groups)
+  2. pi_old's log-probs from the training model: a no-grad pass for every
      mini-batch but the first, which takes them from its own update forward
-  4. epochs x mini-batches of questions; each mini-batch is split into
-     micro-batches that hold whole groups (all n responses of a question in
-     one loss call); DeepSpeed accumulates and steps once per mini-batch
-  5. the new weights pushed into the running vLLM engine in place
+  3. epochs x mini-batches; each rank holds its share of every mini-batch,
+     split into micro-batches of whole groups (all n responses of a question
+     in one loss call); DeepSpeed averages the gradients of all loss calls of
+     all ranks and steps the optimizer once per mini-batch
+  4. the new weights pushed into this rank's vLLM engine in place
+  5. metrics reduced over ranks (rlvr.step_metrics); rank 0 writes them
+
+Rank 0 alone writes steps.csv, MLflow, snapshots and the final model;
+checkpoints are collective.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import hashlib
+import json
 import math
 import os
 import random
+import shutil
 import signal
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
-from rlvr import checkpoint
-from rlvr.config import MethodConfig, Params
-from rlvr.data.prompts import build_prompt
-from rlvr.data.records import Record, read_records
-from rlvr.objectives import NEEDS
-from rlvr.objectives.base import PolicyBatch
+from rlvr import checkpoint, distributed
+from rlvr.atomic import atomic_file, write_json
+from rlvr.config import MethodConfig, Params, settings_hash
+from rlvr.data.records import read_records
+from rlvr.groups import Collected, Group, QuestionSampler, RolloutCollector
+from rlvr.objectives import NEEDS, NEEDS_GRAD
+from rlvr.objectives.base import PolicyBatch, policy_kl
 from rlvr.objectives.registry import OBJECTIVES
-from rlvr.objectives.base import policy_kl, token_mean, zero_variance_share
-from rlvr.objectives.grpo import overlong_penalty
 from rlvr.objectives.siren import anchor_value
 from rlvr.policy import ENTROPIES, evaluate_tokens, pack
 from rlvr.rewards import Verifier
+from rlvr.step_metrics import PHASES, StepMetrics
+
+SNAPSHOTS = "snapshots.json"  # in the final model's directory: the kept snapshots and their identities
+SNAPSHOT_ID = "snapshot.json"  # in each snapshot: which run and step it is
 
 
 class TrainingStopped(RuntimeError):
     pass
 
 
-@dataclass
-class Group:
-    """One question and its n sampled responses."""
-
-    record: Record
-    prompt_ids: list[int]
-    responses: list[list[int]]
-    truncated: list[bool]
-    rewards: list[float]  # shaped rewards the objective sees
-    correct: list[bool]  # verifier result
-    old_logp: list[torch.Tensor] | None = None
-
-
-class QuestionSampler:
-    """Seeded pass over the training set, reshuffled each epoch; its position is checkpointed."""
-
-    def __init__(self, records: list[Record], seed: int, position: int = 0):
-        self.records, self.seed, self.position = records, seed, position
-
-    def _order(self, epoch: int) -> list[int]:
-        idx = list(range(len(self.records)))
-        random.Random(self.seed * 1_000_003 + epoch).shuffle(idx)
-        return idx
-
-    def next(self, k: int) -> list[Record]:
-        out = []
-        for _ in range(k):
-            epoch, i = divmod(self.position, len(self.records))
-            out.append(self.records[self._order(epoch)[i]])
-            self.position += 1
-        return out
-
-
 class EntropyMeter:
-    """pi_old's entropies over a step's response tokens (token-weighted means),
-    and on SIREN's first step the top-p entropies its anchor is computed from."""
+    """pi_old's entropies over a step's response tokens (sums for token-weighted
+    means), and on SIREN's first step the top-p entropies its anchor comes from."""
 
     def __init__(self, keep_for_anchor: bool = False):
         self.keep_for_anchor = keep_for_anchor
         self.sums = defaultdict(float)
+        self.tokens = 0.0
         self.kept: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def add(self, out: dict[str, torch.Tensor], mask: torch.Tensor) -> None:
         for name in ENTROPIES:
             self.sums[name] += (out[name].detach() * mask).sum().item()
-        self.sums["tokens"] += mask.sum().item()
+        self.tokens += mask.sum().item()
         if self.keep_for_anchor:
             self.kept.append((out["topp_entropy"].detach(), mask))
 
     def anchor(self, quantile: float) -> float:
-        """Over all kept rollouts: the response-weighted mean of per-micro-batch aggregates."""
+        """Over every rollout of the step on every rank: the response-weighted
+        mean of the per-micro-batch aggregates."""
+        weighted = sum(anchor_value(h, m, quantile) * h.shape[0] for h, m in self.kept)
         rows = sum(h.shape[0] for h, _ in self.kept)
-        return sum(anchor_value(h, m, quantile) * h.shape[0] for h, m in self.kept) / rows
-
-    def means(self) -> dict[str, float]:
-        tokens = max(self.sums["tokens"], 1)
-        return {name: self.sums[name] / tokens for name in ENTROPIES}
+        weighted, rows = distributed.all_sum([weighted, float(rows)])
+        return weighted / rows
 
 
 def _keep_old_logp(micro: list[Group], logp: torch.Tensor) -> None:
@@ -123,19 +100,16 @@ class PhaseTimer:
         self.seconds[name] += time.perf_counter() - t0
 
 
-def init_distributed() -> None:
-    """Single-process defaults so `python stages/train.py` works without a launcher."""
-    for k, v in {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29500 + os.getpid() % 1000), "RANK": "0",
-                 "LOCAL_RANK": "0", "WORLD_SIZE": "1"}.items():
-        os.environ.setdefault(k, v)
-    import deepspeed
-
-    deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
+def warmup_lr(step: int, lr: float, warmup_steps: int) -> float:
+    """The learning rate of rollout step `step` (0-based): linear warm-up over
+    `warmup_steps` rollout steps, then constant. As in verl's constant schedule
+    with warm-up, stepped once per rollout step after the update, the first
+    step runs at 0 (factors 0, 1/W, ..., (W-1)/W, then 1)."""
+    return lr if warmup_steps <= 0 else lr * min(1.0, step / warmup_steps)
 
 
-def deepspeed_config(t, grad_accum: int) -> dict:
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    cfg = {
+def deepspeed_config(t, grad_accum: int, world: int) -> dict:
+    return {
         "train_micro_batch_size_per_gpu": 1,  # one micro-batch = whole groups, sized by the trainer
         "gradient_accumulation_steps": grad_accum,
         "train_batch_size": grad_accum * world,
@@ -145,10 +119,6 @@ def deepspeed_config(t, grad_accum: int) -> dict:
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
     }
-    if t.warmup_steps > 0:
-        cfg["scheduler"] = {"type": "WarmupLR", "params": {"warmup_min_lr": 0.0, "warmup_max_lr": t.lr,
-                                                            "warmup_num_steps": t.warmup_steps}}
-    return cfg
 
 
 def adamw(model, t) -> torch.optim.AdamW:
@@ -159,35 +129,49 @@ def adamw(model, t) -> torch.optim.AdamW:
                              fused=True)
 
 
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
 class Trainer:
     def __init__(self, params: Params, method: MethodConfig, model_path: str, run_dir: str | Path,
-                 final_dir: str | Path, tracker=None, engine=None):
+                 final_dir: str | Path, tracker=None, vllm=None, steps_file: str | Path | None = None):
         self.params, self.method, self.t, self.hp = params, method, method.train, method.objective
         self.model_path, self.run_dir, self.final_dir = str(model_path), Path(run_dir), Path(final_dir)
         self.ckpt_dir = self.run_dir / "checkpoint"
-        self.steps_file = self.run_dir / "steps.csv"
+        self.snapshot_root = self.run_dir / "snapshots"
+        self.steps_file = Path(steps_file) if steps_file else self.run_dir / "steps.csv"
         self.tracker = tracker
         self.loss_fn = OBJECTIVES[self.hp.objective]
         self.needs = NEEDS.get(self.hp.objective, set())
-        self.hash = checkpoint.params_hash(dataclasses.asdict(self.t), dataclasses.asdict(self.hp),
-                                           self.model_path, dataclasses.asdict(params.data))
+        self.grad_needs = NEEDS_GRAD.get(self.hp.objective, set())
+        self.ranks = distributed.ranks_from_env()
         self.anchor: float | None = None
         self.bad_in_a_row = 0
         self._stop_signal = None
-        self._rollout_engine = engine
+        self.vllm = vllm
 
     # ---- set-up -------------------------------------------------------------
 
     def setup(self) -> int:
-        """Build engines; resume from the checkpoint if it matches. Returns the next step."""
+        """Build the engines; resume from the checkpoint if it matches. Returns the next step."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         import deepspeed
 
+        self.ranks = distributed.init(self.params.launcher.timeout_s)
+        self._share_cpu()
         torch.manual_seed(self.t.seed)
         random.seed(self.t.seed)
-        records = read_records(Path(self.params.data.out_dir) / "train.jsonl")
-        self.sampler = QuestionSampler(records, self.t.seed)
+        train_file = self.params.data.train_dir / "train.jsonl"
+        self.sampler = QuestionSampler(read_records(train_file), self.t.seed)
+        self.hash = settings_hash(dataclasses.asdict(self.t), dataclasses.asdict(self.hp), self.model_path,
+                                           file_digest(train_file), dataclasses.asdict(self.params.prompt),
+                                           self.ranks.world)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         dtype = torch.bfloat16 if self.t.bf16 else torch.float32
@@ -198,17 +182,32 @@ class Trainer:
         if self.hp.kl_coef > 0:
             self.ref_model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype).eval()
             self.ref_model.requires_grad_(False)
-        init_distributed()
-        grad_accum = self.t.mini_batch_questions // self.t.micro_batch_questions
-        self.engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, self.t),
-                                               config=deepspeed_config(self.t, grad_accum))
-        if self._rollout_engine is None:
+        self.ds_engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, self.t),
+                                                  config=deepspeed_config(self.t, self.micro_per_update,
+                                                                          self.ranks.world))
+        if self.vllm is None:
             from rlvr.rollout import RolloutEngine
 
-            self._rollout_engine = RolloutEngine.from_params(self.model_path, self.params.engine, self.params.model.dtype)
-        self.verifier = Verifier(self.params.verifier.workers, self.params.verifier.timeout_s,
-                                 self.params.verifier.group_timeout_s)
+            seed = self.params.engine.seed + 1000 * self.t.seed + self.ranks.rank  # each rank samples its own
+            self.vllm = RolloutEngine.from_params(self.model_path, self.params.engine, self.params.model.dtype,
+                                                  seed=seed)
+        self.verifier = Verifier.from_params(self.params)
+        self.collector = RolloutCollector(self.vllm, self.verifier, self.tokenizer, self.params.prompt, self.t,
+                                          self.hp, self.sampler, self.ranks)
         return self._resume()
+
+    @property
+    def micro_per_update(self) -> int:
+        """Loss calls per optimizer step on one rank."""
+        return self.t.mini_batch_questions // self.ranks.world // self.t.micro_batch_questions
+
+    def _share_cpu(self) -> None:
+        """CPU ranks of one node split its cores, so they do not oversubscribe it."""
+        if torch.cuda.is_available() or self.ranks.world == 1:
+            return
+        cores = distributed.cpu_threads(self.params.launcher.procs_per_node)
+        torch.set_num_threads(len(cores))
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, cores)))
 
     def _resume(self) -> int:
         state = checkpoint.read_state(self.ckpt_dir)
@@ -216,18 +215,23 @@ class Trainer:
             self._truncate_steps(0)
             return 0
         if state.get("params_hash") != self.hash:
-            print(f"[train@{self.method.name}] checkpoint at step {state.get('step')} was made with other "
-                  "training params: starting fresh", flush=True)
+            self._say(f"checkpoint at step {state.get('step')} was made with other training params: starting fresh")
             checkpoint.discard(self.ckpt_dir)
+            if self.ranks.main:
+                shutil.rmtree(self.snapshot_root, ignore_errors=True)
             self._truncate_steps(0)
             return 0
-        state = checkpoint.load(self.engine, self.ckpt_dir)
+        state = checkpoint.load(self.ds_engine, self.ckpt_dir, self.ranks)
         self.sampler.position = state["data_position"]
         self.anchor = state.get("entropy_anchor")
         self._truncate_steps(state["step"])
         self._push_weights()
-        print(f"[train@{self.method.name}] resumed from step {state['step']}", flush=True)
+        self._say(f"resumed from step {state['step']}")
         return state["step"]
+
+    def _say(self, text: str) -> None:
+        if self.ranks.main:
+            print(f"[train@{self.method.name}] {text}", flush=True)
 
     # ---- the loop -------------------------------------------------------------
 
@@ -236,18 +240,23 @@ class Trainer:
         previous = signal.signal(signal.SIGTERM, self._on_sigterm)
         rows = []
         try:
-            bar = tqdm(range(start, self.t.steps), initial=start, total=self.t.steps, desc=f"train {self.method.name}")
+            bar = tqdm(range(start, self.t.steps), initial=start, total=self.t.steps, desc=f"train {self.method.name}",
+                       disable=not self.ranks.main)
             for step in bar:
                 row = self.step(step)
                 rows.append(row)
                 self._record(row)
                 bar.set_postfix(reward=f"{row['reward_mean']:.3f}", kl=f"{row['kl']:.2e}", s=f"{row['time_total']:.0f}")
                 done = step + 1
-                if done % self.t.checkpoint_every == 0 or done == self.t.steps or self._stop_signal:
+                # Every rank must stop at the same step, whichever got the signal.
+                stop = distributed.any_rank(self._stop_signal is not None)
+                if self.t.eval_every and done % self.t.eval_every == 0 and done < self.t.steps:
+                    self._save_snapshot(done)  # before the checkpoint: a resumed run never lacks it
+                if done % self.t.checkpoint_every == 0 or done == self.t.steps or stop:
                     self._save(done)
-                if self._stop_signal:
-                    raise TrainingStopped(f"stopped by signal {self._stop_signal} after step {done}; "
-                                          "rerun to resume from the checkpoint")
+                if stop:
+                    raise TrainingStopped(f"stopped by signal {self._stop_signal or 'on another rank'} after "
+                                          f"step {done}; rerun to resume from the checkpoint")
             self._save_final()
         finally:
             signal.signal(signal.SIGTERM, previous)
@@ -257,68 +266,37 @@ class Trainer:
     def _on_sigterm(self, signum, frame):
         self._stop_signal = signum  # finish the step, checkpoint, then stop
 
-    def step(self, step: int) -> dict:
-        timer = PhaseTimer()
+    def step(self, step: int, groups: list[Group] | None = None) -> dict:
+        """One rollout step. `groups` (this rank's share, already graded) skips
+        the rollout: tests and benchmarks drive the update with them."""
+        timer, metrics = PhaseTimer(), StepMetrics()
         t0 = time.perf_counter()
-        groups, n_rollout_tokens = self._collect(timer)
-        orders = self._epoch_orders(groups)
+        collected = self.collector.collect(timer) if groups is None else Collected(groups, 0, 0)
+        lr = warmup_lr(step, self.t.lr, self.t.warmup_steps)
+        for g in self.ds_engine.optimizer.param_groups:
+            g["lr"] = lr
+        orders = self._epoch_orders(collected.groups)
         meter = EntropyMeter(keep_for_anchor=self._anchor_pending)
         with timer("old_logprobs"):
-            self._old_logprobs(self._need_old_pass(groups, orders[0]), meter)
+            self._old_logprobs(self._need_old_pass(collected.groups, orders[0]), meter)
         with timer("update"):
-            upd = self._update(orders, meter)
-        stats = meter.means()
+            self._update(orders, meter, metrics)
         with timer("weight_push"):
             self._push_weights()
-        total = time.perf_counter() - t0
-        return self._metrics(step, groups, stats, upd, timer, total, n_rollout_tokens)
-
-    # ---- rollout and reward -------------------------------------------------------
-
-    def _collect(self, timer: PhaseTimer) -> tuple[list[Group], int]:
-        """B groups; with DAPO's dynamic sampling, all-equal groups are dropped
-        and the batch refilled from new questions (a few rounds at most)."""
-        B, kept, tokens = self.t.questions_per_step, [], 0
-        rounds = 1 + (self.hp.dynamic_sampling_rounds if self.hp.dynamic_sampling else 0)
-        for r in range(rounds):
-            need = B - len(kept)
-            groups, n_tok = self._rollout(self.sampler.next(need), timer)
-            tokens += n_tok
-            if self.hp.dynamic_sampling:
-                informative = [g for g in groups if len(set(g.rewards)) > 1]
-                kept += informative
-                leftover = [g for g in groups if len(set(g.rewards)) == 1]
-                if len(kept) >= B or r == rounds - 1:
-                    kept = (kept + leftover)[:B]  # still short: fill with the last all-equal groups
-                    break
-            else:
-                kept = groups
-                break
-        return kept, tokens
-
-    def _rollout(self, records: list[Record], timer: PhaseTimer) -> tuple[list[Group], int]:
-        with timer("rollout"):
-            prompts = [build_prompt(r.problem, self.tokenizer) for r in records]
-            outs = self._rollout_engine.generate(prompts, n=self.t.responses_per_question,
-                                                 temperature=self.t.temperature, top_p=self.t.top_p,
-                                                 max_tokens=self.t.max_response_tokens, progress=False)
-        with timer("reward"):
-            grades = self.verifier.grade([(r.golds, [c.text for c in cs]) for r, cs in zip(records, outs)])
-        groups, tokens = [], 0
-        for rec, comps, g in zip(records, outs, grades):
-            correct = [it.correct for it in g.items]
-            rewards = torch.tensor(correct, dtype=torch.float32)
-            if self.hp.overlong_buffer > 0:
-                lengths = torch.tensor([len(c.token_ids) for c in comps])
-                rewards = rewards + overlong_penalty(lengths, self.t.max_response_tokens, self.hp.overlong_buffer)
-            groups.append(Group(rec, comps[0].prompt_token_ids, [c.token_ids for c in comps],
-                                [c.truncated for c in comps], rewards.tolist(), correct))
-            tokens += sum(len(c.token_ids) for c in comps)
-        return groups, tokens
+        metrics.add_groups(collected.groups)
+        metrics.add_entropies(dict(meter.sums), meter.tokens)
+        metrics.totals.update(rollout_tokens=collected.rollout_tokens, rollout_rounds=collected.rounds)
+        metrics.maxima.update({f"time_{p}": timer.seconds[p] for p in PHASES})
+        metrics.maxima["time_total"] = time.perf_counter() - t0
+        row = {"step": step + 1, **metrics.reduce(), "lr": lr}
+        if self.anchor is not None:
+            row["entropy_anchor"] = self.anchor
+        self._check_bad_steps(row.pop("skipped_step", 0.0) > 0)
+        return row
 
     # ---- log-probs and updates -----------------------------------------------
 
-    def _micro_batches(self, groups: list[Group]):
+    def _micro_batches(self, groups: list[Group]) -> list[list[Group]]:
         m = self.t.micro_batch_questions
         return [groups[i : i + m] for i in range(0, len(groups), m)]
 
@@ -328,10 +306,13 @@ class Trainer:
         return pack(prompts, responses, self.pad_id, group_size=self.t.responses_per_question)
 
     def _epoch_orders(self, groups: list[Group]) -> list[list[Group]]:
-        """The order groups go through the update in, one shuffle per epoch."""
-        rng = random.Random(self.t.seed + self.sampler.position)
-        orders = []
-        for _ in range(self.t.epochs_per_step):
+        """The order of this rank's groups in each epoch. The first epoch keeps
+        the sampled order, so the ranks' mini-batches are the one-rank
+        mini-batches split (rlvr.distributed.Ranks.share); later epochs
+        reshuffle each rank's share."""
+        rng = random.Random(self.t.seed + self.sampler.position + 7919 * self.ranks.rank)
+        orders = [groups[:]]
+        for _ in range(1, self.t.epochs_per_step):
             order = groups[:]
             rng.shuffle(order)
             orders.append(order)
@@ -347,7 +328,7 @@ class Trainer:
         """
         if self._anchor_pending:
             return groups
-        on_policy = {id(g) for g in first_order[: self.t.mini_batch_questions]}
+        on_policy = {id(g) for g in first_order[: self.t.mini_batch_questions // self.ranks.world]}
         return [g for g in groups if id(g) not in on_policy]
 
     @torch.no_grad()
@@ -355,11 +336,11 @@ class Trainer:
         """pi_old's log-probs of `groups`, and their entropies into `meter`."""
         for micro in self._micro_batches(groups):
             packed = self._packed(micro)
-            out = evaluate_tokens(self.engine.module, packed, self.t.temperature, entropies=ENTROPIES,
+            out = evaluate_tokens(self.ds_engine.module, packed, self.t.temperature, entropies=ENTROPIES,
                                   topp=self._topp)
             meter.add(out, packed.response_mask)
             _keep_old_logp(micro, out["logp"])
-        if meter.keep_for_anchor and meter.kept:
+        if meter.keep_for_anchor:
             self.anchor = meter.anchor(self.hp.peak_quantile)
 
     @property
@@ -371,14 +352,10 @@ class Trainer:
     def _topp(self) -> dict:
         return {"top_p": self.hp.entropy_top_p, "top_k": self.hp.entropy_top_k}
 
-    def _policy_batch(self, micro: list[Group], packed, out) -> PolicyBatch:
-        t = packed.response_ids.shape[1]
+    def _policy_batch(self, micro: list[Group], packed, out, token_norm: float) -> PolicyBatch:
         old = torch.zeros_like(out["logp"])
-        i = 0
-        for g in micro:
-            for lp in g.old_logp:
-                old[i, : lp.numel()] = lp
-                i += 1
+        for i, lp in enumerate(lp for g in micro for lp in g.old_logp):
+            old[i, : lp.numel()] = lp
         ref = None
         if self.ref_model is not None:
             with torch.no_grad():
@@ -386,106 +363,87 @@ class Trainer:
         return PolicyBatch(
             logp=out["logp"], old_logp=old, mask=packed.response_mask,
             rewards=torch.tensor([r for g in micro for r in g.rewards]),
-            group_size=self.t.responses_per_question, max_response_len=max(self.t.max_response_tokens, t),
+            group_size=self.t.responses_per_question,
+            max_response_len=max(self.t.max_response_tokens, packed.response_ids.shape[1]),
             ref_logp=ref, entropy=out.get("entropy"), topp_entropy=out.get("topp_entropy"),
-            entropy_anchor=self.anchor,
+            entropy_anchor=self.anchor, token_norm=token_norm,
         )
 
-    def _update(self, orders: list[list[Group]], meter: EntropyMeter) -> dict:
+    def _token_norms(self, mini_batches: list[list[list[Group]]]) -> list[float]:
+        """Per optimizer step: real tokens of the whole mini-batch (all ranks)
+        per loss call, the divisor of a token-level mean (DAPO)."""
+        local = [float(sum(len(r) for micro in mb for g in micro for r in g.responses)) for mb in mini_batches]
+        calls = self.micro_per_update * self.ranks.world
+        return [max(n, 1.0) / calls for n in distributed.all_sum(local)]
+
+    def _update(self, orders: list[list[Group]], meter: EntropyMeter, metrics: StepMetrics) -> None:
         """epochs x mini-batches; DeepSpeed steps the optimizer at each mini-batch boundary."""
-        model = self.engine.module
-        sums, count, skipped, tokens = defaultdict(float), 0, 0, 0
-        micro_per_update = self.t.mini_batch_questions // self.t.micro_batch_questions
-        for order in orders:
-            for micro in self._micro_batches(order):
+        model = self.ds_engine.module
+        per_update = self.micro_per_update
+        mini_batches = [self._micro_batches(order)[i : i + per_update]
+                        for order in orders for i in range(0, len(self._micro_batches(order)), per_update)]
+        skipped, calls = 0, 0
+        for mb, token_norm in zip(mini_batches, self._token_norms(mini_batches)):
+            for micro in mb:
                 packed = self._packed(micro)
                 on_policy = micro[0].old_logp is None  # pi_theta is still pi_old: measure it here
-                if on_policy and count >= micro_per_update:
+                if on_policy and calls >= per_update:
                     raise RuntimeError("old log-probs missing after an optimizer step")
                 out = evaluate_tokens(model, packed, self.t.temperature,
                                       entropies=ENTROPIES if on_policy else self.needs,
-                                      grad_entropies=self.needs, topp=self._topp)
+                                      grad_entropies=self.grad_needs, topp=self._topp)
                 if on_policy:
                     meter.add(out, packed.response_mask)
                     _keep_old_logp(micro, out["logp"])
-                batch = self._policy_batch(micro, packed, out)
+                batch = self._policy_batch(micro, packed, out, token_norm)
                 result = self.loss_fn(batch, self.hp)
-                tokens += int(packed.attention_mask.sum())
+                metrics.totals["train_tokens"] += float(packed.attention_mask.sum())
                 if torch.isfinite(result.loss):
-                    self.engine.backward(result.loss)
+                    self.ds_engine.backward(result.loss)
                 else:
                     # A non-finite loss never reaches the weights: back-propagate an
                     # exact zero instead, so DeepSpeed's accumulation stays consistent.
                     skipped += 1
-                    self.engine.backward(sum(p.sum() for p in model.parameters()) * 0.0)
-                self.engine.step()
+                    self.ds_engine.backward(sum(p.sum() for p in model.parameters()) * 0.0)
+                self.ds_engine.step()
                 with torch.no_grad():
-                    sums["kl"] += policy_kl(batch.logp, batch.old_logp, batch.mask).item()
-                    sums["loss"] += result.loss.item()
-                for k, v in result.metrics.items():
-                    sums[k] += v
-                count += 1
-        self.bad_in_a_row = self.bad_in_a_row + 1 if skipped else 0
+                    kl = policy_kl(batch.logp, batch.old_logp, batch.mask).item()
+                metrics.add_loss_call({"kl": kl, "loss": result.loss.item(), **result.metrics})
+                calls += 1
+        metrics.totals["skipped_updates"] += skipped
+        metrics.maxima["skipped_step"] = float(skipped > 0)
+
+    def _check_bad_steps(self, bad: bool) -> None:
+        """`bad` is already reduced over ranks, so every rank stops together."""
+        self.bad_in_a_row = self.bad_in_a_row + 1 if bad else 0
         if self.bad_in_a_row >= self.t.max_bad_steps:
             self._save(None)
             raise TrainingStopped(f"{self.bad_in_a_row} steps in a row had non-finite losses; "
                                   "lower train.lr or check the data; a checkpoint was saved")
-        out = {k: v / max(count, 1) for k, v in sums.items()}
-        out.update(skipped_updates=skipped, train_tokens=tokens)
-        return out
 
     def _push_weights(self) -> None:
-        module = self.engine.module
+        with self._full_weights() as weights:
+            self.vllm.load_weights(weights)
+
+    @contextmanager
+    def _full_weights(self):
+        """This rank's full weights (ZeRO-3 gathers its partitions first)."""
+        module = self.ds_engine.module
         if self.t.zero_stage == 3:
             import deepspeed
 
             with deepspeed.zero.GatheredParameters(list(module.parameters())):
-                self._rollout_engine.load_weights((n, p.detach().clone()) for n, p in module.state_dict().items())
+                yield [(n, p.detach().clone()) for n, p in module.state_dict().items()]
         else:
-            self._rollout_engine.load_weights((n, p.detach()) for n, p in module.state_dict().items())
+            yield ((n, p.detach()) for n, p in module.state_dict().items())
 
-    # ---- metrics and outputs ------------------------------------------------------
-
-    def _metrics(self, step, groups, stats, upd, timer, total, n_rollout_tokens) -> dict:
-        correct = [c for g in groups for c in g.correct]
-        lengths = [len(r) for g in groups for r in g.responses]
-        truncated = [t for g in groups for t in g.truncated]
-        rewards = torch.tensor([r for g in groups for r in g.rewards])
-        row = {
-            "step": step + 1,
-            "reward_mean": rewards.mean().item(),
-            "accuracy": sum(correct) / len(correct),
-            "entropy": stats["entropy"],
-            "topp_entropy": stats["topp_entropy"],
-            "kl": upd.get("kl", 0.0),
-            "loss": upd.get("loss", 0.0),
-            "clip_frac": upd.get("clip_frac", 0.0),
-            "zero_variance_groups": zero_variance_share(torch.tensor([c for g in groups for c in g.correct],
-                                                                     dtype=torch.float32),
-                                                        self.t.responses_per_question),
-            "response_length": sum(lengths) / len(lengths),
-            "truncation_rate": sum(truncated) / len(truncated),
-            "skipped_updates": upd.get("skipped_updates", 0),
-            "rollout_tokens_per_s": n_rollout_tokens / max(timer.seconds["rollout"], 1e-9),
-            "train_tokens_per_s": upd.get("train_tokens", 0) / max(timer.seconds["update"], 1e-9),
-            "time_total": total,
-        }
-        for phase in ("rollout", "reward", "old_logprobs", "update", "weight_push"):
-            row[f"time_{phase}"] = timer.seconds[phase]
-        by_level = defaultdict(list)
-        for g in groups:
-            by_level[g.record.level].extend(g.correct)
-        for lv in sorted(k for k in by_level if k is not None):
-            row[f"accuracy_L{lv}"] = sum(by_level[lv]) / len(by_level[lv])
-        for k in ("siren_entropy", "siren_reg", "disco_j", "kl_penalty"):
-            if k in upd:
-                row[k] = upd[k]
-        return row
+    # ---- outputs ------------------------------------------------------------------
 
     def _record(self, row: dict) -> None:
-        """Append to steps.csv (rewritten atomically) and MLflow."""
-        rows = _read_csv(self.steps_file) + [row]
-        _write_csv(self.steps_file, rows)
+        """Append to steps.csv (rewritten atomically) and MLflow, on rank 0."""
+        if not self.ranks.main:
+            return
+        _write_csv(self.steps_file, _read_csv(self.steps_file) + [row])
         if self.tracker is not None:
             self.tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
 
@@ -495,26 +453,61 @@ class Trainer:
         return [{k: number(k, v) for k, v in r.items() if v not in ("", None)} for r in _read_csv(self.steps_file)]
 
     def _truncate_steps(self, last_step: int) -> None:
+        if not self.ranks.main:
+            return
         rows = [r for r in _read_csv(self.steps_file) if int(float(r["step"])) <= last_step]
         if rows or self.steps_file.exists():
             _write_csv(self.steps_file, rows)
 
     def _save(self, step: int | None) -> None:
         step = step if step is not None else self._last_step()
-        checkpoint.save(self.engine, self.ckpt_dir, {
+        checkpoint.save(self.ds_engine, self.ckpt_dir, {
             "step": step, "data_position": self.sampler.position, "entropy_anchor": self.anchor,
-            "params_hash": self.hash, "method": self.method.name,
-        })
+            "params_hash": self.hash, "method": self.method.name, "world": self.ranks.world,
+        }, self.ranks)
 
     def _last_step(self) -> int:
-        rows = _read_csv(self.steps_file)
-        return int(float(rows[-1]["step"])) if rows else 0
+        rows = _read_csv(self.steps_file) if self.ranks.main else []
+        return int(distributed.all_sum([float(rows[-1]["step"]) if rows else 0.0])[0])
 
-    def _save_final(self) -> None:
-        """The trained weights as a plain HF checkpoint for evaluation."""
+    def _save_hf(self, out_dir: Path) -> None:
         from rlvr.model import save_checkpoint
 
-        save_checkpoint(self.engine.module, self.tokenizer, self.final_dir)
+        with self._full_weights():  # ZeRO-3: every rank takes part in the gather
+            if self.ranks.main:
+                save_checkpoint(self.ds_engine.module, self.tokenizer, out_dir)
+        distributed.barrier()
+
+    def snapshot_id(self, step: int) -> str:
+        """Names the weights of one step of this run: its params and the step."""
+        return f"{self.hash}-{step}"
+
+    def _snapshot_dir(self, step: int) -> Path:
+        return self.snapshot_root / f"step_{step:06d}"
+
+    def _save_snapshot(self, step: int) -> None:
+        """An HF snapshot for periodic evaluation (runs/<run>/snapshots, local
+        like the checkpoints: large, and only their evaluations are kept),
+        marked with its identity so a stale one is never taken for it."""
+        self._save_hf(self._snapshot_dir(step))
+        if self.ranks.main:
+            write_json(self._snapshot_dir(step) / SNAPSHOT_ID, {"id": self.snapshot_id(step), "step": step})
+
+    def _snapshot_ok(self, step: int) -> bool:
+        marker = self._snapshot_dir(step) / SNAPSHOT_ID
+        return marker.exists() and json.loads(marker.read_text())["id"] == self.snapshot_id(step)
+
+    def _save_final(self) -> None:
+        """The trained weights as a plain HF checkpoint, and the list of this
+        run's snapshots (what the evaluate stage evaluates besides it)."""
+        self._save_hf(self.final_dir)
+        if not self.ranks.main:
+            return
+        steps = range(self.t.eval_every, self.t.steps, self.t.eval_every) if self.t.eval_every else []
+        snapshots = [{"step": s, "id": self.snapshot_id(s), "path": str(self._snapshot_dir(s))}
+                     for s in steps if self._snapshot_ok(s)]
+        snapshots.append({"step": self.t.steps, "id": self.snapshot_id(self.t.steps), "path": "."})
+        write_json(self.final_dir / SNAPSHOTS, snapshots)
 
 
 def _read_csv(path: Path) -> list[dict]:
@@ -525,14 +518,11 @@ def _read_csv(path: Path) -> list[dict]:
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     fields: list[str] = []
     for r in rows:
         fields += [k for k in r if k not in fields]
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
+    with atomic_file(path, newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         for r in rows:
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) and math.isfinite(v) else v) for k, v in r.items()})
-    os.replace(tmp, path)

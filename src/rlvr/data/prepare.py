@@ -1,36 +1,33 @@
-"""The data stage: every dataset the pipeline uses, normalized into data/prepared/."""
+"""The data stage: every dataset the pipeline uses, normalized into data/prepared/.
+
+The training mixture (train/) and the evaluation sets (eval/) are written
+apart, so that a change of benchmarks leaves the training input, and with it
+every trained model, untouched.
+"""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from rlvr.config import DataParams
 from rlvr.data import arithmetic, sources
 from rlvr.data.records import Record, write_jsonl
 
-
 def prepare(p: DataParams) -> dict[str, int]:
-    """Write arithmetic_{train,test}.jsonl, benchmarks/<name>.jsonl for all six
-    benchmarks, and train.jsonl (the RL training mixture). Returns row counts."""
-    out = Path(p.out_dir)
-    counts = {}
+    """Write train/train.jsonl (the RL training mixture), eval/arithmetic.jsonl
+    (held-out arithmetic) and eval/<name>.jsonl for each configured benchmark.
+    Returns row counts."""
     a = p.arithmetic
     arith_train, arith_test = arithmetic.generate(a.levels, a.n_train, a.n_test_per_level, a.seed)
-    counts["arithmetic_train"] = write_jsonl(out / "arithmetic_train.jsonl", arith_train)
-    counts["arithmetic_test"] = write_jsonl(out / "arithmetic_test.jsonl", arith_test)
-    for name in sources.BENCHMARKS:
-        # Only the configured benchmarks need the hub online; offline, all six are vendored.
-        if p.source == "online" and name not in p.benchmarks:
-            continue
-        counts[name] = write_jsonl(out / "benchmarks" / f"{name}.jsonl", sources.load(name, p.source, p.vendor_dir))
+    counts = {"arithmetic": write_jsonl(p.eval_dir / "arithmetic.jsonl", arith_test)}
+    for name in p.benchmarks:
+        counts[name] = write_jsonl(p.eval_dir / f"{name}.jsonl",
+                                   sources.load(name, p.source, p.vendor_dir, p.hub_mirror))
     mixture: list[Record] = []
     for name in p.train_sets:
         if name == "arithmetic":
             mixture += arith_train
-        elif name == "deepscaler":
-            mixture += sources.load_hub("deepscaler")
+        elif name in sources.HUB_TRAIN_SETS:
+            mixture += sources.load_hub(name, p.hub_mirror)
         else:
             mixture += sources.load_vendored(name, p.vendor_dir)
-    counts["train"] = write_jsonl(out / "train.jsonl", mixture)
+    counts["train"] = write_jsonl(p.train_dir / "train.jsonl", mixture)
     return counts
-

@@ -1,24 +1,29 @@
-"""Prompt construction: the model's chat template around one fixed instruction."""
+"""Prompt construction: a problem in the params' template (`prompt:`), through
+the model's chat template where it has one."""
 
 from __future__ import annotations
 
-INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+from rlvr.config import PROBLEM, PromptParams
 
 
-def user_message(problem: str) -> str:
-    return f"{problem}\n{INSTRUCTION}"
+def user_message(problem: str, prompt: PromptParams) -> str:
+    # str.replace, not str.format: templates hold LaTeX braces such as \boxed{}.
+    return prompt.user.replace(PROBLEM, problem)
 
 
-def build_prompt(problem: str, tokenizer=None) -> str:
+def build_prompt(problem: str, tokenizer=None, prompt: PromptParams | None = None) -> str:
     """The text fed to the model for one problem.
 
-    With a tokenizer that has a chat template (SmolLM2-Instruct, the
-    DeepSeek-R1-Distill models), the problem goes in one user turn and the
-    assistant turn is opened; without one, a plain completion prompt.
+    With `prompt.chat_template` and a tokenizer that has one (SmolLM2-Instruct,
+    Qwen, Llama, the DeepSeek-R1-Distill models), an optional system turn and
+    the user turn go through it and the assistant turn is opened; otherwise a
+    plain completion prompt.
     """
-    message = user_message(problem)
-    if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(
-            [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
-        )
-    return f"Question: {message}\nAnswer:"
+    prompt = prompt or PromptParams()
+    message = user_message(problem, prompt)
+    if prompt.chat_template and tokenizer is not None and getattr(tokenizer, "chat_template", None):
+        turns = ([{"role": "system", "content": prompt.system}] if prompt.system else []) + \
+            [{"role": "user", "content": message}]
+        return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+    system = f"{prompt.system}\n\n" if prompt.system else ""
+    return f"{system}Question: {message}\nAnswer:"

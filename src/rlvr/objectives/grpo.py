@@ -96,13 +96,3 @@ def dapo(batch: PolicyBatch, hp) -> LossOutput:
                                              dual_clip=hp.dual_clip)
     norm = batch.token_norm if batch.token_norm is not None else batch.mask.sum().clamp(min=1)
     return LossOutput(masked_sum(per_token, batch.mask) / norm, _stats(batch, clipped))
-
-
-def overlong_penalty(lengths: torch.Tensor, max_len: int, buffer: int) -> torch.Tensor:
-    """DAPO's soft overlong punishment, added to the reward:
-    0 up to max_len - buffer, then falling linearly to -1 at max_len, -1 beyond."""
-    lengths = lengths.float()
-    start = max_len - buffer
-    penalty = (start - lengths) / max(buffer, 1)
-    penalty = torch.where(lengths <= start, torch.zeros_like(lengths), penalty)
-    return torch.where(lengths > max_len, -torch.ones_like(lengths), penalty)

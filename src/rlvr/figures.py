@@ -1,0 +1,94 @@
+"""The report's figures (matplotlib, written as PNG)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})  # no version stamp: the same bytes every build
+    _plt().close(fig)
+    return path
+
+
+def curve_figure(steps: dict[str, list[dict]], keys: list[tuple[str, str]], path: Path, title: str) -> Path | None:
+    """One panel per (column, label) of steps.csv, one line per run."""
+    if not any(any(isinstance(r.get(k), float) for r in rows for k, _ in keys) for rows in steps.values()):
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 3.8), squeeze=False)
+    for ax, (key, label) in zip(axes[0], keys):
+        for run, rows in steps.items():
+            pts = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), float)]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", ms=3, label=run)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    return _save(fig, path)
+
+
+def accuracy_vs_step(curves: dict[str, list[tuple[int, float, float, float]]], metric: str, path: Path
+                     ) -> Path | None:
+    """Mean test accuracy of each method's snapshots, with the 95% interval."""
+    if not any(len(v) > 1 for v in curves.values()):
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, pts in curves.items():
+        steps, est, lo, hi = zip(*pts)
+        ax.plot(steps, est, marker="o", label=name)
+        ax.fill_between(steps, lo, hi, alpha=0.15)
+    ax.set_xlabel("training step (snapshot)")
+    ax.set_ylabel(f"mean {metric} over benchmarks")
+    ax.set_title("checkpoint evaluation: accuracy vs step (95% interval over problems)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def difficulty_figure(accuracy: dict[str, list[float]], level_gains: dict[str, dict[str, float]], metric: str,
+                      path: Path) -> Path | None:
+    """Left: per-question accuracy distribution per run (questions at 0% and 100%
+    give no group signal). Right: gain over base per arithmetic level."""
+    if "base" not in accuracy or len(accuracy) < 2:
+        return None
+    plt = _plt()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4))
+    runs = list(accuracy)
+    bins = sorted({round(v, 4) for vals in accuracy.values() for v in vals})
+    width = 0.8 / len(runs)
+    for i, run in enumerate(runs):
+        vals = accuracy[run]
+        shares = [sum(1 for v in vals if round(v, 4) == b) / len(vals) for b in bins]
+        ax1.bar([j + i * width for j in range(len(bins))], shares, width, label=run)
+    ax1.set_xticks([j + 0.4 - width / 2 for j in range(len(bins))], [f"{b:.0%}" for b in bins], fontsize=7)
+    ax1.set_xlabel("per-question accuracy (k samples, mean over seeds)")
+    ax1.set_ylabel("share of questions")
+    ax1.set_title("difficulty bias: questions at 0% and 100% give no group signal")
+    ax1.legend(fontsize=8)
+    if level_gains:
+        levels = sorted({lv for g in level_gains.values() for lv in g}, key=int)
+        w = 0.8 / len(level_gains)
+        for i, (name, g) in enumerate(level_gains.items()):
+            ax2.bar([j + i * w for j in range(len(levels))], [g.get(lv, 0.0) for lv in levels], w, label=name)
+        ax2.set_xticks([j + 0.4 - w / 2 for j in range(len(levels))], [f"L{lv}" for lv in levels])
+        ax2.axhline(0, color="black", lw=0.8)
+        ax2.set_xlabel("arithmetic difficulty level")
+        ax2.set_ylabel(f"{metric} gain over base")
+        ax2.set_title("accuracy gain per difficulty level")
+        ax2.legend(fontsize=8)
+    return _save(fig, path)

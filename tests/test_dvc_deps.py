@@ -1,0 +1,112 @@
+"""dvc.yaml's source deps are exactly what each stage script imports.
+
+The closure of a stage script is every module under src/rlvr it imports,
+directly or through other rlvr modules, at any depth (function-level imports
+included: they run too). A stage whose deps miss a file would stay cached when
+that file changes; a dep outside the closure reruns a stage for nothing.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+SRC = REPO / "src"
+
+
+def module_file(name: str) -> Path | None:
+    """src/ file of an rlvr module (or package) name; None outside rlvr."""
+    if name != "rlvr" and not name.startswith("rlvr."):
+        return None
+    base = SRC.joinpath(*name.split("."))
+    if (base / "__init__.py").exists():
+        return base / "__init__.py"
+    return base.with_suffix(".py") if base.with_suffix(".py").exists() else None
+
+
+def imported_modules(path: Path) -> set[str]:
+    """rlvr module names `path` imports; `from pkg import sub` counts sub when it is a module."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names |= {f"{node.module}.{a.name}" for a in node.names if module_file(f"{node.module}.{a.name}")}
+    return {n for n in names if module_file(n)}
+
+
+def closure(script: Path) -> set[Path]:
+    """Every src/rlvr file the script runs: the modules, and the packages they live in."""
+    seen, todo = set(), [script]
+    while todo:
+        for name in imported_modules(todo.pop()):
+            parts = name.split(".")
+            for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__, a/b/__init__ too
+                f = module_file(".".join(parts[:i]))
+                if f and f not in seen:
+                    seen.add(f)
+                    todo.append(f)
+    return seen
+
+
+def covered(deps: list[str]) -> set[Path]:
+    """src/ .py files that a list of dvc deps (files or directories) covers."""
+    out = set()
+    for d in deps:
+        p = REPO / d
+        if p.is_dir():
+            out |= set(p.rglob("*.py"))
+        elif p.suffix == ".py":
+            out.add(p)
+    return {p for p in out if SRC in p.parents}
+
+
+def stage_scripts(dvc: dict) -> dict[str, tuple[Path, list[str]]]:
+    out = {}
+    for name, stage in dvc["stages"].items():
+        script = next(w for w in stage["cmd"].split() if w.endswith(".py"))
+        out[name] = (REPO / script, stage.get("deps", []))
+    return out
+
+
+def dep_problems(dvc: dict) -> list[str]:
+    problems = []
+    for name, (script, deps) in stage_scripts(dvc).items():
+        need, have = closure(script), covered(deps)
+        rel = lambda files: sorted(str(f.relative_to(REPO)) for f in files)  # noqa: E731
+        if need - have:
+            problems.append(f"{name} misses {rel(need - have)}")
+        if have - need:
+            problems.append(f"{name} depends on code it never runs: {rel(have - need)}")
+        if str(script.relative_to(REPO)) not in deps:
+            problems.append(f"{name} does not depend on its own script")
+    return problems
+
+
+def test_dvc_yaml_deps_are_the_import_closure():
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    assert dep_problems(dvc) == []
+
+
+def test_a_removed_dep_is_caught():
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    dvc["stages"]["train"]["deps"].remove("src/rlvr/data/prompts.py")
+    assert dep_problems(dvc) == ["train misses ['src/rlvr/data/prompts.py']"]
+
+
+def test_an_extra_dep_is_caught():
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    dvc["stages"]["report"]["deps"].append("src/rlvr/trainer.py")
+    assert "report depends on code it never runs: ['src/rlvr/trainer.py']" in dep_problems(dvc)
+
+
+@pytest.mark.parametrize("stage", ["prepare_data", "prepare_model", "report"])
+def test_stages_that_do_not_train_import_no_loss(stage):
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    script, _ = stage_scripts(dvc)[stage]
+    losses = {f for f in closure(script) if "objectives" in f.parts and f.name != "__init__.py"}
+    assert losses == set()
