@@ -184,10 +184,12 @@ class Tracker:
     def log_dataset(self, ds: DatasetInput) -> None:
         """A dataset as an MLflow input: its name, path and content digest (no copy)."""
         def log():
-            from mlflow.data.filesystem_dataset_source import FileSystemDatasetSource
+            from mlflow.data.dataset_source_registry import resolve_dataset_source
             from mlflow.data.meta_dataset import MetaDataset
 
-            source = FileSystemDatasetSource(str(Path(ds.path).resolve()))
+            with warnings.catch_warnings():  # "can be interpreted in multiple ways": all of them local files
+                warnings.simplefilter("ignore")
+                source = resolve_dataset_source(str(Path(ds.path).resolve()))
             self._mlflow.log_input(MetaDataset(source, name=ds.name, digest=ds.digest), context=ds.context)
 
         self._guard(log)
