@@ -1,7 +1,9 @@
-"""End to end: the real DAG (data -> model -> vLLM evaluate -> MLflow) on tiny params."""
+"""End to end: the real DAG (data -> model -> train on 2 ranks under the
+DeepSpeed launcher -> vLLM evaluate on 2 ranks -> report -> MLflow) on tiny params."""
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -19,9 +21,12 @@ TINY = {
     "engine": {"kv_cache_gib": 1, "max_model_len": 512},
     "eval": {"k": 2, "max_new_tokens": 48, "limits": {"math500": 2}},
     "tracking": {"log_samples": 5},
-    "train": {"steps": 1, "questions_per_step": 2, "responses_per_question": 2, "mini_batch_questions": 2,
-              "micro_batch_questions": 1, "max_response_tokens": 16, "checkpoint_every": 1},
+    "launcher": {"kind": "deepspeed", "procs_per_node": 2},
+    "train": {"steps": 2, "questions_per_step": 2, "responses_per_question": 2, "mini_batch_questions": 2,
+              "micro_batch_questions": 1, "max_response_tokens": 16, "checkpoint_every": 1, "eval_every": 1},
 }
+STAGES = ["prepare_data", "prepare_model", "train@grpo-0", "train@disco_logl-0", "evaluate_base",
+          "evaluate@grpo-0", "evaluate@disco_logl-0", "report"]
 
 
 def deep_update(d: dict, u: dict) -> dict:
@@ -31,17 +36,23 @@ def deep_update(d: dict, u: dict) -> dict:
 
 
 def run(cmd, cwd, **kw):
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-           "MLFLOW_TRACKING_URI": f"sqlite:///{cwd}/mlflow.db"}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env.pop("MLFLOW_TRACKING_URI", None)  # the project's own store: <repo>/mlflow.db
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, **kw)
+
+
+def tiny_repo(tmp_path_factory, **overrides) -> Path:
+    root = copy_repo(tmp_path_factory.mktemp("repo"))
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    (root / "params.yaml").write_text(yaml.safe_dump(deep_update(deep_update(params, TINY), overrides)))
+    run(["git", "commit", "-qam", "tiny params"], root)
+    return root
 
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory):
-    root = copy_repo(tmp_path_factory.mktemp("repo"))
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    (root / "params.yaml").write_text(yaml.safe_dump(deep_update(params, TINY)))
-    out = run([sys.executable, "-m", "dvc", "repro"], root, timeout=1200)
+    root = tiny_repo(tmp_path_factory)
+    out = run([sys.executable, "-m", "dvc", "repro"], root, timeout=2400)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return root, out
 
@@ -50,59 +61,104 @@ def test_repro_writes_metrics_per_level(pipeline):
     root, out = pipeline
     m = json.loads((root / "reports/eval/base/metrics.json").read_text())
     arith = m["benchmarks"]["arithmetic"]
-    assert set(arith["levels"]) == {"1", "2"}
+    assert set(arith["levels"]) == {"1", "2"} and m["ranks"] == 2
     assert arith["n_problems"] == 6 and m["benchmarks"]["math500"]["n_problems"] == 2
     for key in ("avg@2", "pass@1", "pass@2", "maj@2"):
         assert 0.0 <= arith[key] <= 1.0
     assert arith["pass@2"] >= arith["pass@1"] == pytest.approx(arith["avg@2"])
     rows = [json.loads(line) for line in (root / "reports/eval/base/samples.jsonl").read_text().splitlines()]
-    assert len(rows) == (6 + 2) * 2
+    assert len(rows) == (6 + 2) * 2  # every problem once, from whichever rank generated it
     assert {"id", "response", "extracted", "correct"} <= set(rows[0])
-    # the per-sample rows and the summary agree
     ar = [r for r in rows if r["benchmark"] == "arithmetic"]
     assert arith["avg@2"] == pytest.approx(sum(r["correct"] for r in ar) / len(ar))
-    assert "[evaluate@base] done in" in out.stdout and "[train@grpo] done in" in out.stdout
+    for stage in ("evaluate@base", "train@grpo/seed0", "report"):
+        assert f"[{stage}] done in" in out.stdout
+    assert out.stdout.count("[train@grpo/seed0] done in") == 1  # rank 0 speaks for the stage
 
 
-def test_mlflow_run_tagged_with_metrics(pipeline):
+def test_training_ran_on_two_ranks_and_rank0_wrote_once(pipeline):
+    root, out = pipeline
+    assert "[launch] 2 rank(s):" in out.stdout and "deepspeed.launcher.runner --num_gpus 2" in out.stdout
+    steps = (root / "reports/train/grpo/seed0/steps.csv").read_text().splitlines()
+    assert len(steps) == 1 + 2  # header + 2 steps: not one copy per rank
+    state = json.loads((root / "runs/grpo/seed0/checkpoint/trainer_state.json").read_text())
+    assert state["world"] == 2 and state["data_position"] == 4  # 2 steps x B=2 questions, global
+    assert (root / "runs/grpo/seed0/checkpoint/rng_rank1.pt").exists()
+
+
+def test_snapshots_are_evaluated_and_shown(pipeline):
+    root, _ = pipeline
+    by_step = json.loads((root / "reports/eval/grpo/seed0/by_step.json").read_text())
+    assert sorted(by_step["steps"], key=int) == ["1", "2"]  # the step-1 snapshot and the final model
+    md = (root / "reports/results.md").read_text()
+    assert "Checkpoint evaluation: final and best snapshot" in md and "selected on the same test sets" in md
+
+
+def test_mlflow_runs_nested_under_one_pipeline_run(pipeline):
     root, _ = pipeline
     db = sqlite3.connect(root / "mlflow.db")
-    runs = dict((name, uuid) for uuid, name in db.execute("select run_uuid, name from runs").fetchall())
-    assert set(runs) == {"train@grpo", "train@disco_logl", "evaluate@base", "evaluate@grpo",
-                         "evaluate@disco_logl", "report"}
+    runs = {name: uuid for uuid, name in db.execute("select run_uuid, name from runs").fetchall()}
+    stage_runs = {"prepare_data", "prepare_model", "train@grpo/seed0", "train@disco_logl/seed0", "evaluate@base",
+                  "evaluate@grpo/seed0", "evaluate@disco_logl/seed0", "report"}
+    parents = {n for n in runs if n.startswith("pipeline ")}
+    assert set(runs) == stage_runs | parents and len(parents) == 1
+    parent = runs[parents.pop()]
+    for name in stage_runs:
+        tags = dict(db.execute("select key, value from tags where run_uuid=?", (runs[name],)).fetchall())
+        assert tags["mlflow.parentRunId"] == parent, name
+        assert tags["stage"] == name and len(tags["git_commit"]) == 40 and tags["dvc_exp"] == "workspace"
+    kind = dict(db.execute("select key, value from experiment_tags").fetchall())
+    assert kind["mlflow.experimentKind"] == "custom_model_development"
     ev = runs["evaluate@base"]
-    tags = dict(db.execute("select key, value from tags where run_uuid=?", (ev,)).fetchall())
-    assert tags["stage"] == "evaluate@base" and tags["model"] == "base" and len(tags["git_commit"]) == 40
-    assert "dvc_exp" in tags
     metrics = dict(db.execute("select key, value from metrics where run_uuid=?", (ev,)).fetchall())
     assert "arithmetic/avg_at_2" in metrics and "mean/pass_at_2" in metrics
     params = dict(db.execute("select key, value from params where run_uuid=?", (ev,)).fetchall())
     assert params["eval.k"] == "2"
-    steps = db.execute("select key, step from metrics where run_uuid=? and key='reward_mean'",
-                       (runs["train@grpo"],)).fetchall()
-    assert steps == [("reward_mean", 1)]
-    assert (root / "reports/results.md").read_text().count("| grpo |") >= 3
+    steps = db.execute("select step from metrics where run_uuid=? and key='reward_mean' order by step",
+                       (runs["train@grpo/seed0"],)).fetchall()
+    assert steps == [(1,), (2,)]
+    inputs = db.execute("select d.name, d.digest from inputs i join datasets d on i.source_id = d.dataset_uuid "
+                        "where i.destination_id = ?", (runs["train@grpo/seed0"],)).fetchall()
+    assert [n for n, _ in inputs] == ["train"] and len(inputs[0][1]) == 16
+    models = db.execute("select name from logged_models").fetchall()
+    assert {"grpo-seed0", "disco_logl-seed0", "base"} <= {m for (m,) in models}
 
 
-def test_param_change_reruns_only_evaluation(pipeline):
-    root, _ = pipeline
-    run(["git", "add", "-A"], root)
-    out = run([sys.executable, "-m", "dvc", "repro", "--dry"], root)
-    assert "didn't change" in out.stdout and "Running stage" not in out.stdout
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["eval"]["k"] = 1
-    (root / "params.yaml").write_text(yaml.safe_dump(params))
+def _stale(root: Path) -> set[str]:
     out = run([sys.executable, "-m", "dvc", "status"], root)
-    assert "evaluate@base" in out.stdout
-    assert "prepare_data" not in out.stdout and "prepare_model" not in out.stdout
+    return {m.group(1) for m in re.finditer(r"^(\S+):\s*$", out.stdout, re.M)}
+
+
+@pytest.mark.parametrize("change,expected", [
+    ({"eval": {"k": 1}}, {"evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0"}),
+    ({"methods": {"grpo": {"clip_low": 0.1}}}, {"train@grpo-0"}),
+    ({"data": {"benchmarks": ["math500", "aime24"]}}, {"prepare_data", "evaluate_base", "evaluate@grpo-0",
+                                                      "evaluate@disco_logl-0"}),
+    ({"report": {"paper_profile": "1.5b"}}, {"report"}),
+])
+def test_a_params_change_makes_only_its_stages_stale(pipeline, change, expected):
+    """dvc status names the stages a change touches directly; what depends on
+    their outputs reruns as those outputs change."""
+    root, _ = pipeline
+    original = (root / "params.yaml").read_text()
+    assert _stale(root) == set()
+    try:
+        (root / "params.yaml").write_text(yaml.safe_dump(deep_update(yaml.safe_load(original), change)))
+        assert _stale(root) == expected
+    finally:
+        (root / "params.yaml").write_text(original)
 
 
 def test_bad_params_fail_before_compute(pipeline):
     root, _ = pipeline
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["eval"]["kk"] = 3
+    params["launcher"]["procs_per_node"] = 3
     (root / "params.yaml").write_text(yaml.safe_dump(params))
-    out = run([sys.executable, "stages/evaluate.py", "--run", "base", "--model", "models/base", "--out", "x"], root)
-    assert out.returncode == 2
-    assert "unknown key 'eval.kk' (did you mean 'eval.k'?)" in out.stderr
-    assert not (root / "x").exists()
+    try:
+        out = run([sys.executable, "stages/evaluate.py", "--method", "base"], root)
+        assert out.returncode == 2
+        assert "unknown key 'eval.kk' (did you mean 'eval.k'?)" in out.stderr
+        assert "must be a multiple of the number of ranks (3" in out.stderr
+    finally:
+        run(["git", "checkout", "params.yaml"], root)

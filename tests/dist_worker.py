@@ -1,0 +1,95 @@
+"""Run by tests/test_distributed.py on every rank, under the real DeepSpeed launcher.
+
+  step:   one update step per method on fixed rollouts (the same global
+          groups on every world size); rank 0 saves the weights and the row
+  sample: one real rollout step; every rank saves its questions and responses
+"""
+
+import argparse
+import copy
+import json
+import random
+from pathlib import Path
+
+import torch
+import yaml
+
+from rlvr import distributed
+from rlvr.config import method_config, parse_params
+from rlvr.data.prepare import prepare
+from rlvr.groups import Group
+from rlvr.rollout import RolloutEngine
+from rlvr.trainer import PhaseTimer, Trainer
+
+METHODS = {
+    "grpo": {"objective": "grpo"},
+    "dr_grpo": {"objective": "dr_grpo"},
+    "dapo": {"objective": "dapo", "clip_high": 0.28, "dual_clip": 10.0},
+    "disco_logl": {"objective": "disco", "score": "logl", "form": "dro", "tau": 10.0, "delta": 1e-6},
+    "discob_lratio": {"objective": "disco", "score": "lratio", "form": "basic", "delta": 1e-6},
+    "siren": {"objective": "siren", "dual_clip": 3.0, "entropy_coef": 0.5},
+}
+B, N, MINI = 4, 4, 2  # two optimizer steps per rollout step: the second one is off-policy
+
+
+def params_for(root: Path, repo: Path, world: int):
+    raw = yaml.safe_load((repo / "params.yaml").read_text())
+    raw["data"].update({"out_dir": str(root / "data"), "vendor_dir": str(repo / "data/vendor")})
+    raw["data"]["arithmetic"].update({"levels": [1, 2], "n_train": 40, "n_test_per_level": 2})
+    raw["engine"].update({"kv_cache_gib": 1, "max_model_len": 512})
+    raw["launcher"].update({"kind": "deepspeed" if world > 1 else "python", "procs_per_node": world})
+    raw["train"].update({"steps": 1, "questions_per_step": B, "responses_per_question": N,
+                         "mini_batch_questions": MINI, "micro_batch_questions": 1, "max_response_tokens": 12,
+                         "lr": 1e-4, "bf16": False, "zero_stage": 0})
+    raw["methods"] = METHODS
+    return parse_params(raw)
+
+
+def fixed_groups(tokenizer, records) -> list[Group]:
+    """B groups with a reward signal in each, identical on every rank and world size."""
+    rng = random.Random(0)
+    groups = []
+    for q, rec in enumerate(records[:B]):
+        prompt = tokenizer(rec.problem)["input_ids"]
+        responses = [[rng.randrange(100, 5000) for _ in range(rng.randint(3, 12))] for _ in range(N)]
+        correct = [i <= q % (N - 1) for i in range(N)]  # 1..N-1 correct: never all equal
+        groups.append(Group(rec, prompt, responses, [len(r) == 12 for r in responses],
+                            [float(c) for c in correct], correct))
+    return groups
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["step", "sample"])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--repo", required=True)
+    args = ap.parse_args()
+    ranks = distributed.ranks_from_env()
+    out = Path(args.out)
+    params = params_for(out, Path(args.repo), ranks.world)
+    if ranks.main:
+        prepare(params.data)
+    distributed.init(60)
+    distributed.barrier()
+    vllm = RolloutEngine(args.model, dtype="float32", max_model_len=512, kv_cache_gib=1, seed=ranks.rank)
+    for name in METHODS if args.mode == "step" else ["grpo"]:
+        tr = Trainer(params, method_config(params, name), args.model, out / name / f"w{ranks.world}",
+                     out / name / "final", vllm=vllm)
+        tr.setup()
+        if args.mode == "sample":
+            got = tr.collector.collect(PhaseTimer()).groups
+            (out / f"sample_rank{ranks.rank}.json").write_text(json.dumps(
+                {"ids": [g.record.id for g in got], "responses": [g.responses for g in got]}))
+        else:
+            mine = ranks.share(fixed_groups(tr.tokenizer, tr.sampler.records), MINI)
+            row = tr.step(0, groups=copy.deepcopy(mine))
+            if ranks.main:
+                weights = torch.cat([p.detach().flatten() for p in tr.ds_engine.module.parameters()])
+                torch.save({"weights": weights, "row": row}, out / f"{name}_w{ranks.world}.pt")
+        tr.verifier.close()
+        distributed.barrier()
+
+
+if __name__ == "__main__":
+    main()
