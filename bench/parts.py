@@ -53,8 +53,9 @@ def default_work(method: str = "grpo") -> tuple[Work, MethodConfig]:
 
 def questions(count: int, tokenizer) -> list[tuple[str, list[str]]]:
     """(prompt text, golds) of the first `count` training questions."""
-    records = read_records(Path(load_params().data.out_dir) / "train.jsonl")[:count]
-    return [(build_prompt(r.problem, tokenizer), r.golds) for r in records]
+    params = load_params()
+    records = read_records(params.data.train_dir / "train.jsonl")[:count]
+    return [(build_prompt(r.problem, tokenizer, params.prompt), r.golds) for r in records]
 
 
 # ---- rollout ------------------------------------------------------------------
@@ -179,7 +180,7 @@ def _project_run(mc: MethodConfig, engine, tmp: Path) -> list[dict]:
 
     # No checkpoint inside the measured steps: the last one is written after them.
     mc = dataclasses.replace(mc, train=dataclasses.replace(mc.train, checkpoint_every=10**6))
-    trainer = Trainer(load_params(), mc, MODEL, tmp / "run", tmp / "final", engine=engine)
+    trainer = Trainer(load_params(), mc, MODEL, tmp / "run", tmp / "final", vllm=engine)
     return trainer.train()
 
 

@@ -107,7 +107,7 @@ def context() -> dict:
 def check_inputs(parts: list[str]) -> None:
     from rlvr.config import load_params
 
-    missing = [p for p in ("models/base/config.json", Path(load_params().data.out_dir) / "train.jsonl")
+    missing = [p for p in ("models/base/config.json", load_params().data.train_dir / "train.jsonl")
                if not Path(p).exists()]
     if missing:
         sys.exit(f"error: missing {', '.join(map(str, missing))}; run `dvc repro prepare_data prepare_model` first")

@@ -7,6 +7,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -131,7 +132,7 @@ def _stale(root: Path) -> set[str]:
 
 @pytest.mark.parametrize("change,expected", [
     ({"eval": {"k": 1}}, {"evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0"}),
-    ({"methods": {"grpo": {"clip_low": 0.1}}}, {"train@grpo-0"}),
+    ({"methods": {"grpo": {"clip_low": 0.1}}}, {"train@grpo-0", "report"}),  # the report reads the method list
     ({"data": {"benchmarks": ["math500", "aime24"]}}, {"prepare_data", "evaluate_base", "evaluate@grpo-0",
                                                       "evaluate@disco_logl-0"}),
     ({"report": {"paper_profile": "1.5b"}}, {"report"}),
@@ -162,3 +163,83 @@ def test_bad_params_fail_before_compute(pipeline):
         assert "must be a multiple of the number of ranks (3" in out.stderr
     finally:
         run(["git", "checkout", "params.yaml"], root)
+
+
+def _git(root: Path, *args):
+    out = run(["git", *args], root)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out
+
+
+def _dvc(root: Path, *args, timeout=1800):
+    out = run([sys.executable, "-m", "dvc", *args], root, timeout=timeout)
+    assert out.returncode == 0, " ".join(args) + "\n" + out.stdout[-3000:] + out.stderr[-3000:]
+    return out
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def test_push_pull_reproduces_every_table_without_retraining(pipeline, tmp_path):
+    """A teammate's fresh clone + dvc pull: nothing trains or evaluates again,
+    and the report rebuilt from the pulled inputs is the same, byte for byte."""
+    root, _ = pipeline
+    remote, origin, clone = tmp_path / "remote", tmp_path / "origin.git", tmp_path / "clone"
+    _dvc(root, "remote", "add", "-d", "-f", "shared", str(remote))
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "results")
+    _dvc(root, "push")
+    assert _size(remote) > 0
+    assert not (root / "runs").resolve() in [p.resolve() for p in remote.rglob("*")]
+    _git(tmp_path, "init", "-q", "--bare", str(origin))
+    _git(root, "remote", "add", "origin", str(origin))
+    _git(root, "push", "-q", "origin", "HEAD:main")
+    _git(tmp_path, "clone", "-q", "-b", "main", str(origin), str(clone))
+    _dvc(clone, "pull")
+    assert (clone / "models/grpo/seed0/model.safetensors").exists() and not (clone / "runs").exists()
+    out = _dvc(clone, "repro")
+    assert "Running stage" not in out.stdout, out.stdout[-3000:]
+    original = (root / "reports/results.md").read_bytes()
+    rebuilt = _dvc(clone, "repro", "-f", "report")
+    assert [m for m in re.findall(r"Running stage '([^']+)'", rebuilt.stdout)] == ["report"]
+    assert (clone / "reports/results.md").read_bytes() == original
+    # one param changed after the pull: only what it touches runs
+    params = yaml.safe_load((clone / "params.yaml").read_text())
+    params["eval"]["k"] = 1
+    (clone / "params.yaml").write_text(yaml.safe_dump(params))
+    dry = _dvc(clone, "repro", "--dry")
+    assert set(re.findall(r"Running stage '([^']+)'", dry.stdout)) == {
+        "evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0", "report"}
+    # experiments travel too: dvc exp push / pull through the git remote and the DVC remote
+    exp = _dvc(root, "exp", "run", "-n", "with-paper-rows", "-S", "report.paper_profile=1.5b")
+    assert [m for m in re.findall(r"Running stage '([^']+)'", exp.stdout)] == ["report"]
+    _dvc(root, "exp", "push", "origin", "with-paper-rows")
+    _dvc(clone, "exp", "pull", "origin", "with-paper-rows")
+    assert "with-paper-rows" in _dvc(clone, "exp", "show", "--no-pager", "--md").stdout
+    _dvc(clone, "exp", "apply", "with-paper-rows")
+    assert "(paper, 8k/8k)" in (clone / "reports/results.md").read_text()
+
+
+def test_queued_experiments_land_in_the_main_mlflow_store(pipeline):
+    """dvc exp run --queue twice, dvc queue start: both experiments in dvc exp show,
+    and their MLflow runs in the user's store (not the temporary copy's), tagged."""
+    root, _ = pipeline
+    _dvc(root, "exp", "run", "--queue", "-n", "q-tau1", "-S", "methods.disco_logl.tau=1.0")
+    _dvc(root, "exp", "run", "--queue", "-n", "q-paper", "-S", "report.paper_profile=7b")
+    _dvc(root, "queue", "start", "-j", "1")
+    deadline = time.time() + 1800
+    while time.time() < deadline:
+        status = run([sys.executable, "-m", "dvc", "queue", "status"], root).stdout
+        if "Queued" not in status and "Running" not in status:
+            break
+        time.sleep(10)
+    assert "Success" in status and "Failed" not in status, status
+    shown = _dvc(root, "exp", "show", "--no-pager", "--only-changed", "--md").stdout
+    assert "q-tau1" in shown and "q-paper" in shown
+    db = sqlite3.connect(root / "mlflow.db")
+    tagged = db.execute("select r.name, t.value from runs r join tags t on r.run_uuid = t.run_uuid "
+                        "where t.key = 'dvc_exp'").fetchall()
+    assert ("train@disco_logl/seed0", "q-tau1") in tagged and ("report", "q-tau1") in tagged
+    assert ("report", "q-paper") in tagged
+    assert not list((root / ".dvc/tmp").rglob("mlflow.db"))  # nothing left in a temporary copy's store

@@ -136,3 +136,33 @@ def test_unknown_entropy_is_an_error(model):
         evaluate_tokens(model, pack([[5]], [[6]], 0), 1.0, entropies=["entropie"])
     with pytest.raises(ValueError, match="needs topp"):
         evaluate_tokens(model, pack([[5]], [[6]], 0), 1.0, entropies=["topp_entropy"])
+
+
+def test_chunked_lm_head_matches_the_plain_one(model, monkeypatch):
+    """Above CHUNKED_ABOVE logits the LM head runs in row blocks, recomputed in
+    backward: same log-probs, measured entropies and gradients (tied embeddings
+    included) as the plain head that keeps all logits."""
+    import rlvr.policy as policy
+
+    g = torch.Generator().manual_seed(1)
+    prompts = [[5, 6, 7]] * 3 + [[8, 9]] * 3
+    responses = [torch.randint(10, 1000, (n,), generator=g).tolist() for n in (70, 3, 41, 1, 66, 20)]
+    packed = pack(prompts, responses, 0, group_size=3)  # 201 response tokens: 4 blocks of 64 rows
+
+    def run():
+        model.zero_grad()
+        out = evaluate_tokens(model, packed, 0.7, entropies=["entropy", "topp_entropy"],
+                              topp={"top_p": 0.9, "top_k": 1000})
+        (out["logp"] * packed.response_mask * torch.linspace(0.5, 1.5, packed.response_mask.shape[1])).sum().backward()
+        return out, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    monkeypatch.setattr(policy, "CHUNKED_ABOVE", 1 << 60)
+    plain, plain_grads = run()
+    monkeypatch.setattr(policy, "CHUNKED_ABOVE", 0)
+    assert policy._chunked(model.get_output_embeddings(), 201)
+    chunked, chunked_grads = run()
+    for key in ("logp", "entropy", "topp_entropy"):
+        torch.testing.assert_close(chunked[key], plain[key].detach(), atol=1e-5, rtol=1e-5)
+    assert chunked_grads.keys() == plain_grads.keys()
+    for name, grad in plain_grads.items():
+        torch.testing.assert_close(chunked_grads[name], grad, atol=1e-5, rtol=1e-4, msg=name)

@@ -67,10 +67,15 @@ def test_two_steps_of_every_method(setup, tiny_model, name):
     trainer = Trainer(params, method, str(tiny_model), tmp / "runs" / name, tmp / "models" / name, vllm=engine)
     rows = trainer.train()
     assert [r["step"] for r in rows] == [1, 2]
+    # every key the objective returns is recorded (DisCO's kl_active, GRPO's kl_ref, ...)
+    own = {"disco": {"disco_j", "kl_penalty", "kl_active"}, "siren": {"siren_entropy", "siren_reg", "clip_frac"},
+           "grpo_er": {"entropy_bonus", "clip_frac"}}.get(method.objective.objective, {"clip_frac"})
+    if method.objective.kl_coef > 0:
+        own = own | {"kl_ref"}
     for r in rows:
-        for key in ("reward_mean", "entropy", "topp_entropy", "kl", "clip_frac", "zero_variance_groups",
-                    "response_length", "truncation_rate", "time_rollout", "time_update", "time_weight_push",
-                    "train_tokens_per_s"):
+        for key in ("reward_mean", "entropy", "topp_entropy", "kl", "zero_variance_groups", "response_length",
+                    "truncation_rate", "time_rollout", "time_update", "time_weight_push", "train_tokens_per_s",
+                    "lr", *own):
             assert key in r and r[key] == r[key], key  # present and not NaN
         assert r["entropy"] > 0 and r["time_update"] > 0
     assert (tmp / "models" / name / "model.safetensors").exists()

@@ -93,6 +93,7 @@ class EngineParams:
 @dataclass
 class EvalParams:
     k: int = 4
+    k_per_set: dict[str, int] = field(default_factory=dict)  # samples for a set other than k (SIREN: AIME 256)
     temperature: float = 0.6
     top_p: float = 0.95
     max_new_tokens: int = 256
@@ -279,9 +280,12 @@ def check_params(p: Params, problems: list[str]) -> None:
     if p.data.arithmetic.n_test_per_level < 1:
         problems.append("'data.arithmetic.n_test_per_level' must be >= 1")
     eval_sets = ("arithmetic", *p.data.benchmarks)
-    for name in p.eval.limits:
-        if name not in eval_sets:
-            problems.append(_unknown("eval.limits", name, eval_sets))
+    for where, names in (("eval.limits", p.eval.limits), ("eval.k_per_set", p.eval.k_per_set)):
+        for name in names:
+            if name not in eval_sets:
+                problems.append(_unknown(where, name, eval_sets))
+    if any(k < 1 for k in p.eval.k_per_set.values()):
+        problems.append(f"'eval.k_per_set' values must be >= 1, got {p.eval.k_per_set}")
     if p.eval.k < 1:
         problems.append(f"'eval.k' must be >= 1, got {p.eval.k}")
     if not 0 < p.eval.top_p <= 1:

@@ -100,8 +100,9 @@ class Evaluator:
         ev = self.params.eval
         mine = self.problems[self.ranks.rank :: self.ranks.world]  # strided: every rank gets every set
         prompts = [build_prompt(r.problem, self.tokenizer, self.params.prompt) for _, r in mine]
+        counts = [ev.k_per_set.get(name, ev.k) for name, _ in mine]
         t0 = time.perf_counter()
-        completions = self.vllm.generate(prompts, n=ev.k, temperature=ev.temperature, top_p=ev.top_p,
+        completions = self.vllm.generate(prompts, n=counts, temperature=ev.temperature, top_p=ev.top_p,
                                          max_tokens=ev.max_new_tokens, progress=self.ranks.main)
         gen_s = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -121,6 +122,7 @@ class Evaluator:
         verifier_counts = {k: sum(p[2][k] for p in parts) for k in parts[0][2]}
         metrics = {
             "k": ev.k,
+            "k_per_set": {name: ev.k_per_set.get(name, ev.k) for name in self.sets},
             "mean": mean_over({n: {k: v for k, v in m.items() if k != "levels"} for n, m in per_set.items()}),
             "benchmarks": per_set,
             "generation": _generation_stats(completions, max(p[3] for p in parts), self.vllm.start_seconds),
@@ -146,6 +148,8 @@ def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, 
 
     model_path, out_dir = Path(model_path), Path(out_dir)
     evaluator = Evaluator(params, str(model_path), vllm)
+    if vllm is not None:  # an engine passed in holds whatever it held last
+        vllm.load_weights(load_safetensors(model_path))
     snapshots = _snapshots(model_path)
     by_step = _load_by_step(out_dir / BY_STEP, evaluator.settings_id())
     swapped = False  # the engine holds a snapshot's weights, not the model's

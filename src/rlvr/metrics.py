@@ -45,6 +45,8 @@ def summarize(correct: list[list[bool]], majority: list[bool]) -> dict[str, floa
     for k in pass_ks(n):
         out[f"pass@{k}"] = sum(pass_at_k(n, sum(c), k) for c in correct) / len(correct)
     out[f"maj@{n}"] = sum(majority) / len(majority)
+    # The same at this set's own k: comparable across sets sampled with different k (SIREN's protocol).
+    out.update({"avg@k": out[f"avg@{n}"], "pass@k": out[f"pass@{n}"], "maj@k": out[f"maj@{n}"]})
     out["n_problems"] = float(len(correct))
     return out
 

@@ -176,6 +176,70 @@ def _unpad(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.zeros(mask.shape, dtype=values.dtype, device=values.device).masked_scatter(mask, values)
 
 
+# Above this many logits ([tokens, vocabulary]) per call, the LM head runs in row
+# blocks and is recomputed in the backward pass instead of being kept: a paper
+# recipe's loss call (8 responses x 9k tokens x a 152k vocabulary) would
+# otherwise hold 22 GB of bf16 logits and as much again for their gradient.
+CHUNKED_ABOVE = 1 << 28
+
+
+class _ChunkedHeadLogProb(torch.autograd.Function):
+    """log softmax(hidden @ W.T / T)[token] per row, the logits made one row
+    block at a time and never kept: backward recomputes each block and forms
+    d/d hidden = g @ W and d/d W = g.T @ hidden with g = (onehot - softmax) / T."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, tokens, temperature, rows):
+        logp = torch.empty(hidden.shape[0], dtype=torch.float32, device=hidden.device)
+        logz = torch.empty_like(logp)
+        for i in range(0, hidden.shape[0], rows):
+            z = (hidden[i : i + rows] @ weight.T).float().div_(temperature)
+            picked = z.gather(-1, tokens[i : i + rows, None]).squeeze(-1)
+            logz[i : i + rows] = _logsumexp_(z)
+            logp[i : i + rows] = picked - logz[i : i + rows]
+        ctx.save_for_backward(hidden, weight, tokens, logz)
+        ctx.temperature, ctx.rows = temperature, rows
+        return logp
+
+    @staticmethod
+    def backward(ctx, grad_logp):
+        hidden, weight, tokens, logz = ctx.saved_tensors
+        grad_hidden = torch.empty_like(hidden)
+        grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
+        for i in range(0, hidden.shape[0], ctx.rows):
+            s = slice(i, i + ctx.rows)
+            g = grad_logp[s, None] / ctx.temperature
+            probs = (hidden[s] @ weight.T).float().div_(ctx.temperature).sub_(logz[s, None]).exp_()
+            dz = probs.mul_(-g).scatter_add_(-1, tokens[s, None], g).to(hidden.dtype)
+            grad_hidden[s] = dz @ weight
+            grad_weight += (dz.T @ hidden[s]).float()
+        return grad_hidden, grad_weight.to(weight.dtype), None, None, None
+
+
+def _chunked(head, rows: int) -> bool:
+    """Block the head when its logits would be large; not under ZeRO-3, whose
+    partitioned weight exists only inside the module's own forward."""
+    w = head.weight
+    return getattr(head, "bias", None) is None and not hasattr(w, "ds_id") and rows * w.shape[0] > CHUNKED_ABOVE
+
+
+def _head_rows(vocab: int) -> int:
+    """Rows per block: ~512 MiB of float32 logits on a GPU, the CPU-cache-sized blocks elsewhere."""
+    return max(CHUNK_ROWS, (1 << 27) // vocab) if torch.cuda.is_available() else CHUNK_ROWS
+
+
+@torch.no_grad()
+def _measured_from_hidden(hidden, weight, temperature, names, topp):
+    """Entropies without gradient, each logits block made from the hidden states and dropped."""
+    out = {n: torch.empty(hidden.shape[0], dtype=torch.float32, device=hidden.device) for n in names}
+    rows = _head_rows(weight.shape[0])
+    for i in range(0, hidden.shape[0], rows):
+        z = (hidden[i : i + rows] @ weight.T).float().div_(temperature)
+        for n in names:
+            out[n][i : i + rows] = _entropy(n, z, topp)
+    return out
+
+
 def evaluate_tokens(model, packed: Packed, temperature: float, entropies=(), grad_entropies=(),
                     topp: dict | None = None) -> dict[str, torch.Tensor]:
     """log p of the packed responses ([N, T], 0 at padding), plus the named
@@ -184,7 +248,8 @@ def evaluate_tokens(model, packed: Packed, temperature: float, entropies=(), gra
 
     Only real response tokens reach the LM head. An entropy also named in
     `grad_entropies` carries gradient (the objective uses it); the others are
-    measured without one.
+    measured without one. Large calls never hold their whole logits (CHUNKED_ABOVE),
+    unless an entropy needs their gradient.
     """
     unknown = set(entropies) - set(ENTROPIES)
     if unknown:
@@ -192,12 +257,20 @@ def evaluate_tokens(model, packed: Packed, temperature: float, entropies=(), gra
     if "topp_entropy" in entropies and topp is None:
         raise ValueError("the top-p entropy needs topp={'top_p': ..., 'top_k': ...}")
     mask = packed.response_mask.bool()
-    logits = model.get_output_embeddings()(_response_hidden(model, packed)[mask])  # [M, V]
-    out = {"logp": token_logprobs(logits, packed.response_ids[mask], temperature)}
+    hidden = _response_hidden(model, packed)[mask]  # [M, H]
+    tokens = packed.response_ids[mask]
+    head = model.get_output_embeddings()
     differentiable = [n for n in entropies if n in grad_entropies and torch.is_grad_enabled()]
+    measured = [n for n in entropies if n not in differentiable]
+    if not differentiable and _chunked(head, hidden.shape[0]):
+        rows = _head_rows(head.weight.shape[0])
+        out = {"logp": _ChunkedHeadLogProb.apply(hidden, head.weight, tokens, temperature, rows)}
+        out.update(_measured_from_hidden(hidden.detach(), head.weight.detach(), temperature, measured, topp))
+        return {k: _unpad(v, mask) for k, v in out.items()}
+    logits = head(hidden)  # [M, V]
+    out = {"logp": token_logprobs(logits, tokens, temperature)}
     if differentiable:
         scaled = logits.to(_compute_dtype(logits)) / temperature
         out.update({n: _entropy(n, scaled, topp) for n in differentiable})
-    measured = [n for n in entropies if n not in differentiable]
     out.update(_measured_entropies(logits, temperature, measured, topp))
     return {k: _unpad(v, mask) for k, v in out.items()}

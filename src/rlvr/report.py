@@ -43,8 +43,10 @@ class MethodResults:
     seeds: list[int | None] = field(default_factory=list)
 
     @property
-    def k(self) -> int:
-        return self.metrics[0]["k"]
+    def k(self) -> int | str:
+        """Samples per problem, or "k" when the sets were sampled with different k."""
+        per_set = set((self.metrics[0].get("k_per_set") or {}).values())
+        return "k" if len(per_set) > 1 else self.metrics[0]["k"]
 
     @property
     def benchmarks(self) -> list[str]:
@@ -376,8 +378,10 @@ def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | 
 def _intro(results) -> str:
     m = next(iter(results.values()))
     sizes = ", ".join(f"{b}: {len(v)}" for b, v in m.values("avg").items())
+    per_set = m.metrics[0].get("k_per_set") or {}
+    k_text = f"k = {m.k}" if m.k != "k" else "k per set: " + ", ".join(f"{b} {v}" for b, v in per_set.items())
     seeds = {n: len(r.seeds) for n, r in results.items() if n != BASE}
-    return (f"k = {m.k} samples per problem; problems per set: {sizes}; seeds per method: "
+    return (f"{k_text} samples per problem; problems per set: {sizes}; seeds per method: "
             f"{', '.join(f'{n} {s}' for n, s in seeds.items()) or 'none'}. Each score is followed by its 95% "
             "bootstrap interval over problems (the k samples of a problem resampled together; with several "
             "seeds, the seed-averaged problem). Bold marks a column's best only where its interval over the "

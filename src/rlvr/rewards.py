@@ -194,8 +194,10 @@ class Verifier:
 
     @classmethod
     def from_params(cls, params) -> "Verifier":
+        """verifier.workers per node: the ranks of a node split them."""
         v = params.verifier
-        return cls(v.workers, v.timeout_s, v.group_timeout_s, answer_after=params.prompt.answer_after)
+        workers = max(1, v.workers // params.launcher.procs_per_node)
+        return cls(workers, v.timeout_s, v.group_timeout_s, answer_after=params.prompt.answer_after)
 
     def close(self) -> None:
         self._pool.terminate()

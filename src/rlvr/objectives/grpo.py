@@ -25,7 +25,8 @@ def grpo(batch: PolicyBatch, hp) -> LossOutput:
     """Group-normalized advantages, PPO clip, sequence-mean then batch-mean,
     optional k3 KL to a frozen reference (kl_coef)."""
     adv = group_advantages(batch.rewards, batch.group_size, scale=True, eps=hp.adv_eps)
-    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high)
+    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
+                                             dual_clip=hp.dual_clip)
     loss = seq_mean_then_mean(per_token, batch.mask)
     metrics = _stats(batch, clipped)
     if hp.kl_coef > 0:
@@ -56,7 +57,8 @@ def grpo_rw(batch: PolicyBatch, hp) -> LossOutput:
     """GRPO with the question-level weight removed (DisCO's difficulty-bias
     ablation): reweighted advantages, PPO clip and aggregation as grpo."""
     adv = reweighted_advantages(batch.rewards, batch.group_size)
-    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high)
+    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
+                                             dual_clip=hp.dual_clip)
     return LossOutput(seq_mean_then_mean(per_token, batch.mask), _stats(batch, clipped))
 
 
@@ -73,11 +75,14 @@ def grpo_er(batch: PolicyBatch, hp) -> LossOutput:
 
 def dr_grpo(batch: PolicyBatch, hp) -> LossOutput:
     """Advantages without the std division; token losses summed and divided by
-    the constant (number of responses * max response length). No KL."""
+    the constant (number of responses * max response length). No KL. With
+    dual_clip (SIREN's runs: 3, always on in verl's policy loss) negative
+    advantages are capped."""
     if batch.max_response_len <= 0:
         raise ValueError("dr_grpo needs max_response_len > 0")
     adv = group_advantages(batch.rewards, batch.group_size, scale=False)
-    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high)
+    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
+                                             dual_clip=hp.dual_clip)
     loss = seq_sum_norm(per_token, batch.mask, batch.max_response_len)
     return LossOutput(loss, _stats(batch, clipped))
 

@@ -1,0 +1,118 @@
+"""Every paper recipe in params/: accepted as written, and a CPU dry run of its
+real prepare -> train (2 steps, one snapshot) -> evaluate path on a tiny random
+model of its architecture, the online loaders fed from data/vendor/hub."""
+
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from conftest import REPO
+from rlvr.config import ObjectiveParams, TrainParams, load_params, method_config
+from rlvr.groups import shaped_rewards
+from rlvr.objectives.base import PolicyBatch
+from rlvr.objectives.registry import OBJECTIVES
+
+RECIPES = sorted((REPO / "params").glob("*.yaml"))
+ROLLOUT_KEYS = {"incorrect_reward", "dynamic_sampling", "dynamic_sampling_rounds", "overlong_buffer"}
+TRAIN_KEYS = {f for f in TrainParams.__dataclass_fields__}
+
+
+def test_there_is_a_recipe_per_paper_table():
+    names = {p.stem for p in RECIPES}
+    assert {"disco_1.5b", "disco_7b", "disco_8b", "disco_1.5b_dapo_math", "siren_qwen2.5-math-7b",
+            "siren_qwen2.5-math-1.5b", "siren_llama3.1-8b"} <= names
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
+def test_recipe_loads_unchanged(recipe):
+    params = load_params(recipe)
+    assert params.launcher.kind == "deepspeed" and params.launcher.world == 8
+    for name in params.extra["methods"]:
+        method_config(params, name)
+
+
+def fixed_batch(max_len: int = 4, spread: float = 2.0) -> PolicyBatch:
+    g = torch.Generator().manual_seed(0)
+    logp = (-torch.rand(8, max_len, generator=g) * spread).requires_grad_()
+    old = logp.detach() + 1.5 * torch.randn(8, max_len, generator=g)  # ratios up to e^3: the clips bind
+    h = torch.rand(8, max_len, generator=g) * 2
+    rewards = torch.tensor([1.0, 0, 0, 1, 0, 1, 0, 0])  # two groups of 4, several negatives each (DRO differs)
+    return PolicyBatch(logp=logp, old_logp=old, mask=torch.ones(8, max_len), rewards=rewards,
+                       group_size=4, max_response_len=max_len, entropy=h.clone().requires_grad_(),
+                       topp_entropy=h.clone().requires_grad_(), entropy_anchor=0.4,
+                       ref_logp=logp.detach() - 0.2)
+
+
+def topp_value(hp: ObjectiveParams) -> float:
+    """SIREN's nucleus settings act where the top-p entropy is computed (rlvr.policy), not in the loss."""
+    from rlvr.objectives.siren import topp_entropy
+
+    logits = torch.linspace(0, 3, 12000)  # a flat tail: a 0.8 nucleus holds thousands of tokens
+    return topp_entropy(logits, 1.0, hp.entropy_top_p, hp.entropy_top_k).item()
+
+
+def perturbed(value):
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, str):
+        return {"logl": "lratio", "lratio": "logl", "dro": "basic", "basic": "dro", "kl": "low_var_kl",
+                "response": "batch"}.get(value)
+    if isinstance(value, int):
+        return value // 2 if value > 1 else value + 1
+    return value * 0.5 if value else 0.5
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
+def test_every_objective_param_of_a_recipe_changes_the_loss(recipe):
+    """A recipe setting the loss never reads would be silently wrong: each one
+    (scaled by 0.5, or flipped) changes the loss on a fixed batch; the rollout
+    settings change the rewards."""
+    raw = yaml.safe_load(recipe.read_text())
+    for name, entry in raw["methods"].items():
+        base = ObjectiveParams(**{k: v for k, v in entry.items() if k not in TRAIN_KEYS})
+        for key, value in entry.items():
+            if key in ("objective", "dynamic_sampling_rounds") or key in TRAIN_KEYS:
+                continue
+            changed = ObjectiveParams(**{**base.__dict__, key: perturbed(value)})
+            if key in ("entropy_top_p", "entropy_top_k"):
+                assert topp_value(changed) != pytest.approx(topp_value(base), rel=1e-9), (recipe.stem, name, key)
+                continue
+            if key in ROLLOUT_KEYS:
+                correct, lengths = [True, False, False], [4, 15, 16]
+                before = shaped_rewards(correct, lengths, base, 16)
+                assert shaped_rewards(correct, lengths, changed, 16) != before or \
+                    key == "dynamic_sampling", (recipe.stem, name, key)
+                continue
+            # Token shares (Clip-Cov, KL-Cov 2e-4, 80/20 top 20%) need a large batch with log-probs as
+            # spread as real ones: the loss must change on the small or on the large fixed batch.
+            def loss_on(hp, batch):
+                return OBJECTIVES[base.objective](batch(), hp).loss.item()
+
+            batches = (fixed_batch, lambda: fixed_batch(2500, spread=16.0))
+            moved = [loss_on(changed, b) != pytest.approx(loss_on(base, b), rel=1e-9, abs=1e-12) for b in batches]
+            assert any(moved), (recipe.stem, name, key, value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
+def test_cpu_dry_run(recipe, base_model, tmp_path):
+    from rlvr.dryrun import architecture, dry_run
+
+    raw = yaml.safe_load(recipe.read_text())
+    report = dry_run(recipe, base_model, tmp_path, vendor_dir=REPO / "data/vendor")
+    assert report["architecture"] == architecture(raw["model"]["source"])
+    assert report["architecture"] == ("llama" if "llama" in recipe.stem.lower() else "qwen2")
+    assert set(report["methods"]) == set(raw["methods"])
+    t = raw["train"]
+    for name, got in report["methods"].items():
+        assert got["steps"] == [1, 2] and got["snapshots"] == [1, 2] and got["evaluated_steps"] == [1, 2], name
+        assert got["zero_stage"] == t["zero_stage"] and got["bf16"] == t["bf16"], name
+        assert got["gradient_checkpointing"] == t["gradient_checkpointing"], name
+        assert got["weight_decay"] == pytest.approx(t["weight_decay"]), name
+        warm = t["warmup_steps"]
+        assert got["lr"] == pytest.approx([t["lr"] * min(1.0, s / warm) if warm else t["lr"] for s in (0, 1)]), name
+        assert set(got["k_per_set"]) >= {"arithmetic", *raw["data"]["benchmarks"]}
+        assert all(v == v for v in got["loss"]), name  # finite, not NaN
+    assert report["rows"]["train"] >= 2 and all(report["rows"][b] >= 2 for b in raw["data"]["benchmarks"])
