@@ -305,3 +305,44 @@ PARTS = {
     "step_trl_grpo": trl_step,
     "scaling": project_scaling,
 }
+
+
+def step_ranks(steps: int = 3) -> dict:
+    """The default grpo step on 1 rank (one core) and on 2 ranks (a core each)
+    under the DeepSpeed launcher, from the trainer's own step times."""
+    import csv
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    repo = Path.cwd()
+    runs = []
+    for world in (1, 2):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            for f in ("params.yaml", "stages", ".dvc"):
+                (shutil.copytree if (repo / f).is_dir() else shutil.copy2)(repo / f, root / f)
+            (root / "data").mkdir()
+            os.symlink(repo / "data/prepared", root / "data/prepared")
+            os.symlink(repo / "models", root / "models")
+            raw = yaml.safe_load((root / "params.yaml").read_text())
+            raw["train"]["steps"] = steps
+            raw["launcher"].update({"kind": "deepspeed", "procs_per_node": world, "master_port": 29650 + world})
+            (root / "params.yaml").write_text(yaml.safe_dump(raw))
+            cmd = [sys.executable, "stages/train.py", "--method", "grpo"]
+            if world == 1:
+                cmd = ["taskset", "-c", "0", *cmd]
+            env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlflow.db"}
+            done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr[-2000:])
+            with open(root / "reports/train/grpo/seed0/steps.csv") as f:
+                rows = [{k: float(v) for k, v in r.items() if v} for r in csv.DictReader(f)]
+            runs.append({"ranks": world, **step_summary(rows)})
+    return {"runs": runs, "ratio": runs[1]["mean_step_s"] / runs[0]["mean_step_s"]}
+
+
+PARTS["step_ranks"] = step_ranks

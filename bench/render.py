@@ -106,7 +106,8 @@ def render(r: dict) -> str:
     parts, work = r.get("parts", {}), r.get("work", {})
     out = ["# Benchmark: rollout and RL step, measured side by side in one run", "",
            f"Reproduce: `{r.get('command', 'python bench/run.py')}`", "",
-           f"Machine: {r.get('machine', '?')}. Versions: {r.get('versions', {})}.", "",
+           f"Machine: {r.get('machine', '?')}; CPU flags: {', '.join(r.get('cpu_flags', [])) or '?'} "
+           f"({'bf16 units' if r.get('bf16_units') else 'no bf16 units: fp32'}). Versions: {r.get('versions', {})}.", "",
            f"Work (params.yaml's default step): B={work.get('questions')} questions x n={work.get('n')} "
            f"responses, max {work.get('max_tokens')} response tokens, temperature {work.get('temperature')}, "
            f"model `{work.get('model')}` in {work.get('model_dtype')}.", ""]
@@ -123,6 +124,20 @@ def render(r: dict) -> str:
                         f"{p.get('peak_rss_mib', 0):.0f}"] for p in rollout])
         out.append("")
     out += _rollout_profile(r)
+    stages = parts.get("repro", {}).get("stages_s")
+    if stages:
+        out += ["## `dvc repro` from scratch: time per stage", ""]
+        out += _table(["stage", "seconds"], [[k, f"{v:.1f}"] for k, v in stages.items()])
+        out += [f"Sum of stages {sum(stages.values()):.0f} s of {parts['repro']['repro_full_s']:.0f} s in all "
+                "(the rest: DVC's own hashing and caching, Python start-up).", ""]
+    ranks = parts.get("step_ranks")
+    if ranks:
+        out += ["## The default step on 1 rank and on 2 ranks (1 core each)", ""]
+        out += _table(["ranks", "mean step (s)", "phases (s)"],
+                      [[p["ranks"], f"{p['mean_step_s']:.1f}", ", ".join(f"{k} {v:.1f}" for k, v in p["phases_s"].items())]
+                       for p in ranks["runs"]])
+        out += [f"2 ranks / 1 rank: {ranks['ratio']:.2f}x the step time: on one 2-core machine data parallelism "
+                "cannot be faster; the ratio shows what the collectives and a second engine cost.", ""]
     steps = [parts[k] for k in ("step_rlvr_grpo", "step_rlvr_disco_logl", "step_trl_grpo") if k in parts]
     if steps:
         out += ["## RL step wall time (rollout + reward + update + weight push)", "",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import platform
 import resource
 import shutil
@@ -33,7 +34,7 @@ sys.path.insert(0, str(HERE))
 from render import render  # noqa: E402
 
 PART_NAMES = ["step_trl_grpo", "step_rlvr_grpo", "step_rlvr_disco_logl", "rollout_vllm", "rollout_vllm_profile",
-              "rollout_hf_float32", "rollout_hf_bfloat16", "scaling"]
+              "rollout_hf_float32", "rollout_hf_bfloat16", "scaling", "step_ranks"]
 
 
 def run_part(name: str, out: Path) -> None:
@@ -81,10 +82,18 @@ def time_repro() -> dict:
         env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlflow.db"}
         for key, label in (("repro_full_s", "from scratch"), ("repro_noop_s", "nothing changed")):
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=root, env=env, check=True, capture_output=True)
+            done = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=root, env=env, check=True,
+                                  capture_output=True, text=True)
             out[key] = time.perf_counter() - t0
+            if key == "repro_full_s":
+                out["stages_s"] = stage_times(done.stdout)
             print(f"[bench] dvc repro, {label}: {out[key]:.1f} s", flush=True)
     return out
+
+
+def stage_times(log: str) -> dict[str, float]:
+    """Each stage's own wall time, from its '[stage] done in 12.3s' line."""
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^\[([^\]]+)\] done in ([\d.]+)s", log, re.M)}
 
 
 def context() -> dict:
@@ -99,7 +108,12 @@ def context() -> dict:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             pass
-    return {"machine": f"{cpu}, {os.cpu_count()} cores", "versions": versions,
+    from rlvr.hardware import BF16_CPU_FLAGS, cpu_flags
+
+    flags = cpu_flags()
+    simd = sorted(flags & (BF16_CPU_FLAGS | {"avx2", "avx512f", "amx_tile"}))
+    return {"machine": f"{cpu}, {os.cpu_count()} cores", "cpu_flags": simd,
+            "bf16_units": bool(flags & BF16_CPU_FLAGS), "versions": versions,
             "work": {"questions": work.questions, "n": work.n, "max_tokens": work.max_tokens,
                      "temperature": work.temperature, "model": MODEL, "model_dtype": work.model_dtype}}
 

@@ -1,6 +1,7 @@
 """A CPU dry run of a paper recipe: the recipe unchanged but for its sizes.
 
-`python -m rlvr.dryrun params/disco_1.5b.yaml` runs the real prepare -> train
+`python -m rlvr.dryrun params/disco_1.5b.yaml` (one process per recipe: vLLM
+engines do not share a process well) runs the real prepare -> train
 (2 steps, one snapshot) -> evaluate path of every method of the recipe on a
 tiny random model of the recipe's architecture (Qwen2 or Llama), with the
 online data loaders fed from data/vendor/hub (rows in the hub's format). It
@@ -69,6 +70,9 @@ def sized(recipe: dict, model_dir: Path, work: Path) -> dict:
     raw["eval"]["limits"] = {s: 2 for s in sets}
     # keep per-set k where the recipe has it, so that path runs too
     raw["eval"]["k_per_set"] = {s: 3 for s in (raw["eval"].get("k_per_set") or {})}
+    for entry in raw["methods"].values():  # DAPO's overlong buffer is a length: a quarter of the response
+        if (entry or {}).get("overlong_buffer"):
+            entry["overlong_buffer"] = SIZE["train"]["max_response_tokens"] // 4
     return raw
 
 
@@ -119,9 +123,14 @@ def main(argv=None) -> int:
     ap.add_argument("recipe", type=Path)
     ap.add_argument("--tokenizer", default="models/base", help="an offline tokenizer with a chat template")
     ap.add_argument("--work", type=Path, default=Path("runs/dryrun"))
+    ap.add_argument("--vendor", type=Path, default=None, help="data/vendor of the repository (default: the recipe's)")
+    ap.add_argument("--report", type=Path, default=None, help="also write the report (JSON) here")
     args = ap.parse_args(argv)
-    report = dry_run(args.recipe, Path(args.tokenizer), args.work / args.recipe.stem)
-    print(json.dumps(report, indent=2))
+    report = dry_run(args.recipe, Path(args.tokenizer), args.work / args.recipe.stem, args.vendor)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.report:
+        args.report.write_text(text)
     return 0
 
 
