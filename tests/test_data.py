@@ -40,6 +40,16 @@ def test_held_out_split_is_disjoint_and_balanced():
     assert all(r.source == "arithmetic" for r in train + test)
 
 
+def test_a_larger_test_split_keeps_the_training_questions():
+    """Train draws from its own stream: growing the test split only removes the
+    newly held-out problems from it (levels 2-5 have thousands of problems;
+    level 1, one-digit addition, has 100, so it loses more)."""
+    small, _ = arithmetic.generate([2, 3, 4, 5], 400, 20, seed=1234)
+    large, _ = arithmetic.generate([2, 3, 4, 5], 400, 60, seed=1234)
+    shared = {r.problem for r in small} & {r.problem for r in large}
+    assert len(shared) >= 0.95 * len({r.problem for r in small})
+
+
 def test_unknown_level_is_an_error():
     with pytest.raises(ValueError, match="unknown level 9"):
         arithmetic.generate([1, 9], 10, 2, seed=0)

@@ -1,0 +1,61 @@
+"""Screenshots of `mlflow ui` as a person sees it (headless Chromium, Debian's
+package `chromium`), for README and the review of the MLflow layout.
+
+    python docs/screenshots.py            # needs a filled mlflow.db (dvc repro)
+
+Starts `mlflow ui` on localhost against the repository's store, then saves
+docs/mlflow_runs.png (the experiment's runs table, nested under the pipeline
+run), docs/mlflow_train_metrics.png (a train run's metric charts) and
+docs/mlflow_compare.png (the compare view of two methods' train runs).
+"""
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+PORT = 5055
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def shoot(url: str, out: Path, width: int = 1600, height: int = 1000) -> None:
+    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir=/tmp/chromium-{out.stem}", f"--window-size={width},{height}",
+                    "--virtual-time-budget=20000", "--hide-scrollbars", f"--screenshot={out}", url],
+                   check=True, capture_output=True, timeout=180)
+    print(f"wrote {out}")
+
+
+def main() -> None:
+    uri = f"sqlite:///{ROOT / 'mlflow.db'}"
+    ui = subprocess.Popen([sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--port", str(PORT),
+                           "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{PORT}"
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(base, timeout=2)
+                break
+            except OSError:
+                time.sleep(1)
+        client = MlflowClient(uri)
+        exp = client.get_experiment_by_name("rlvr")
+        runs = {r.info.run_name: r.info.run_id for r in client.search_runs([exp.experiment_id], max_results=500)}
+        train = [runs[n] for n in sorted(runs) if n.startswith("train@")]
+        shoot(f"{base}/#/experiments/{exp.experiment_id}/runs", HERE / "mlflow_runs.png")
+        shoot(f"{base}/#/experiments/{exp.experiment_id}/runs/{train[0]}/model-metrics", HERE / "mlflow_train_metrics.png")
+        compare = json.dumps(train[:2])
+        shoot(f"{base}/#/compare-runs?runs={compare}&experiments={json.dumps([exp.experiment_id])}",
+              HERE / "mlflow_compare.png")
+    finally:
+        ui.terminate()
+
+
+if __name__ == "__main__":
+    main()
