@@ -27,6 +27,8 @@ def test_every_problem_reported_at_once(raw):
     bad["eval"]["k"] = "four"
     bad["data"]["benchmarks"] = ["math500", "amc2"]
     bad["engine"]["max_model_len"] = 128
+    bad["eval"]["max_new_tokens"] = 128  # stated here, not taken from the defaults: both collide with 128
+    bad["train"]["max_response_tokens"] = 128
     bad["verfier"] = {}
     with pytest.raises(ConfigError) as e:
         parse_params(bad)

@@ -345,3 +345,26 @@ def test_every_objective_registered_and_differentiable():
     for name, fn in OBJECTIVES.items():
         (g,) = torch.autograd.grad(fn(b, hp(entropy_coef=0.01)).loss, logp, retain_graph=True)
         assert torch.isfinite(g).all() and g.abs().sum() > 0, name
+
+
+def test_dapo_reward_is_plus_minus_one_and_the_filter_reads_accuracy():
+    from rlvr.data.records import Record
+    from rlvr.groups import Group, shaped_rewards
+
+    hp_dapo = ObjectiveParams(incorrect_reward=-1.0, overlong_buffer=4)
+    # lengths 5 and 8 of max 8 (buffer 4 from 4): penalties -0.25 and -1
+    assert shaped_rewards([True, False], [5, 8], hp_dapo, 8) == pytest.approx([0.75, -2.0])
+    assert shaped_rewards([True, False], [2, 2], ObjectiveParams(), 8) == [1.0, 0.0]
+    rec = Record("q", "p", "1", "x")
+    # all wrong, uneven lengths: shaped rewards differ, accuracies do not -> no signal, filtered out
+    wrong = Group(rec, [1], [[1] * 3, [1] * 8], [False, True], shaped_rewards([False, False], [3, 8], hp_dapo, 8),
+                  [False, False])
+    assert len(set(wrong.rewards)) == 2 and not wrong.informative
+    assert Group(rec, [1], [[1], [1]], [False, False], [1.0, -1.0], [True, False]).informative
+
+
+def test_warmup_is_linear_over_rollout_steps_and_starts_at_zero():
+    from rlvr.trainer import warmup_lr
+
+    assert [warmup_lr(s, 1e-6, 5) for s in range(7)] == pytest.approx([0, 2e-7, 4e-7, 6e-7, 8e-7, 1e-6, 1e-6])
+    assert warmup_lr(0, 1e-6, 0) == 1e-6

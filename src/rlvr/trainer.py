@@ -165,8 +165,12 @@ class Trainer:
 
         self.ranks = distributed.init(self.params.launcher.timeout_s)
         self._share_cpu()
-        torch.manual_seed(self.t.seed)
-        random.seed(self.t.seed)
+        # vLLM runs in-process and samples from the global torch generator, so
+        # the global seed is the rank's rollout seed: one seed would make every
+        # rank draw the same responses.
+        rollout_seed = self.params.engine.seed + 1000 * self.t.seed + self.ranks.rank
+        torch.manual_seed(rollout_seed)
+        random.seed(rollout_seed)
         train_file = self.params.data.train_dir / "train.jsonl"
         self.sampler = QuestionSampler(read_records(train_file), self.t.seed)
         self.hash = settings_hash(dataclasses.asdict(self.t), dataclasses.asdict(self.hp), self.model_path,
@@ -188,9 +192,8 @@ class Trainer:
         if self.vllm is None:
             from rlvr.rollout import RolloutEngine
 
-            seed = self.params.engine.seed + 1000 * self.t.seed + self.ranks.rank  # each rank samples its own
             self.vllm = RolloutEngine.from_params(self.model_path, self.params.engine, self.params.model.dtype,
-                                                  seed=seed)
+                                                  seed=rollout_seed)
         self.verifier = Verifier.from_params(self.params)
         self.collector = RolloutCollector(self.vllm, self.verifier, self.tokenizer, self.params.prompt, self.t,
                                           self.hp, self.sampler, self.ranks)
