@@ -200,7 +200,10 @@ def test_push_pull_reproduces_every_table_without_retraining(pipeline, tmp_path)
     _git(tmp_path, "clone", "-q", "-b", "main", str(origin), str(clone))
     _dvc(clone, "pull")
     assert (clone / "models/grpo/seed0/model.safetensors").exists() and not (clone / "runs").exists()
+    assert (clone / "models/grpo/seed0/snapshots/step_000001/model.safetensors").exists()  # re-evaluable
+    t0 = time.perf_counter()
     out = _dvc(clone, "repro")
+    print(f"[round trip] pushed {_size(remote) / 2**20:.1f} MiB; pulled dvc repro {time.perf_counter() - t0:.1f} s")
     assert "Running stage" not in out.stdout, out.stdout[-3000:]
     original = (root / "reports/results.md").read_bytes()
     rebuilt = _dvc(clone, "repro", "-f", "-s", "report")  # -s: force the report alone, not its upstream
@@ -210,8 +213,8 @@ def test_push_pull_reproduces_every_table_without_retraining(pipeline, tmp_path)
     params = yaml.safe_load((clone / "params.yaml").read_text())
     params["eval"]["k"] = 1
     (clone / "params.yaml").write_text(yaml.safe_dump(params))
-    dry = _dvc(clone, "repro", "--dry")
-    assert set(re.findall(r"Running stage '([^']+)'", dry.stdout)) == {
+    changed = _dvc(clone, "repro")  # run, not --dry: the report reruns only once the evaluations' outputs change
+    assert set(re.findall(r"Running stage '([^']+)'", changed.stdout)) == {
         "evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0", "report"}
     # experiments travel too: dvc exp push / pull through the git remote and the DVC remote
     exp = _dvc(root, "exp", "run", "-n", "with-paper-rows", "-S", "report.paper_profile=1.5b")

@@ -156,11 +156,12 @@ def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, 
     for snap in snapshots[:-1]:
         if by_step["steps"].get(str(snap["step"]), {}).get("id") == snap["id"]:
             continue
-        if not Path(snap["path"]).exists():
+        snap_dir = Path(model_path) / snap["path"]  # relative to the model: pulled with it
+        if not snap_dir.exists():
             raise FileNotFoundError(
-                f"snapshot {snap['path']} (step {snap['step']}) is not on this machine: snapshots are local like "
-                "checkpoints (runs/); retrain (dvc repro -f train@...) or set train.eval_every: 0")
-        evaluator.vllm.load_weights(load_safetensors(snap["path"]))
+                f"snapshot {snap_dir} (step {snap['step']}) is missing: it is part of the train stage's output; "
+                f"restore it with `dvc pull` or `dvc checkout`, or retrain (dvc repro -f train@...)")
+        evaluator.vllm.load_weights(load_safetensors(snap_dir))
         swapped = True
         metrics, _, problems = evaluator.evaluate(f"step {snap['step']}")
         _keep(by_step, snap, metrics, problems, out_dir, evaluator.ranks)

@@ -489,9 +489,9 @@ class Trainer:
         return self.snapshot_root / f"step_{step:06d}"
 
     def _save_snapshot(self, step: int) -> None:
-        """An HF snapshot for periodic evaluation (runs/<run>/snapshots, local
-        like the checkpoints: large, and only their evaluations are kept),
-        marked with its identity so a stale one is never taken for it."""
+        """An HF snapshot for periodic evaluation (runs/<run>/snapshots; linked
+        into the final model's directory at the end), marked with its identity
+        so a stale one is never taken for it."""
         self._save_hf(self._snapshot_dir(step))
         if self.ranks.main:
             write_json(self._snapshot_dir(step) / SNAPSHOT_ID, {"id": self.snapshot_id(step), "step": step})
@@ -501,16 +501,37 @@ class Trainer:
         return marker.exists() and json.loads(marker.read_text())["id"] == self.snapshot_id(step)
 
     def _save_final(self) -> None:
-        """The trained weights as a plain HF checkpoint, and the list of this
-        run's snapshots (what the evaluate stage evaluates besides it)."""
+        """The trained weights as a plain HF checkpoint, its snapshots beside
+        it, and their list (what the evaluate stage evaluates besides it).
+
+        The snapshots go into the model's output directory, so DVC caches and
+        pushes them with it: a teammate who pulled can re-evaluate every
+        checkpoint under new evaluation settings without retraining. They are
+        hard links to runs/<run>/snapshots (kept there for resuming), so the
+        copy costs no disk."""
         self._save_hf(self.final_dir)
         if not self.ranks.main:
             return
         steps = range(self.t.eval_every, self.t.steps, self.t.eval_every) if self.t.eval_every else []
-        snapshots = [{"step": s, "id": self.snapshot_id(s), "path": str(self._snapshot_dir(s))}
-                     for s in steps if self._snapshot_ok(s)]
+        snapshots = []
+        for s in (s for s in steps if self._snapshot_ok(s)):
+            rel = Path("snapshots") / self._snapshot_dir(s).name
+            _link_tree(self._snapshot_dir(s), self.final_dir / rel)
+            snapshots.append({"step": s, "id": self.snapshot_id(s), "path": str(rel)})
         snapshots.append({"step": self.t.steps, "id": self.snapshot_id(self.t.steps), "path": "."})
         write_json(self.final_dir / SNAPSHOTS, snapshots)
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """dst as a copy of src made of hard links (a plain copy across file systems)."""
+    def link(a, b):
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst, copy_function=link)
 
 
 def _read_csv(path: Path) -> list[dict]:
