@@ -107,7 +107,7 @@ def render(r: dict) -> str:
     out = ["# Benchmark: rollout and RL step, measured side by side in one run", "",
            f"Reproduce: `{r.get('command', 'python bench/run.py')}`", "",
            f"Machine: {r.get('machine', '?')}; CPU flags: {', '.join(r.get('cpu_flags', [])) or '?'} "
-           f"({'bf16 units' if r.get('bf16_units') else 'no bf16 units: fp32'}). Versions: {r.get('versions', {})}.", "",
+           f"({'bf16 units' if r.get('bf16_units') else 'no bf16 units'}). Versions: {r.get('versions', {})}.", "",
            f"Work (params.yaml's default step): B={work.get('questions')} questions x n={work.get('n')} "
            f"responses, max {work.get('max_tokens')} response tokens, temperature {work.get('temperature')}, "
            f"model `{work.get('model')}` in {work.get('model_dtype')}.", ""]
@@ -126,7 +126,8 @@ def render(r: dict) -> str:
     out += _rollout_profile(r)
     stages = parts.get("repro", {}).get("stages_s")
     if stages:
-        out += ["## `dvc repro` from scratch: time per stage", ""]
+        out += ["## `dvc repro` from scratch: time per stage", "",
+                f"In {parts['repro'].get('where', 'a fresh checkout')}.", ""]
         out += _table(["stage", "seconds"], [[k, f"{v:.1f}"] for k, v in stages.items()])
         out += [f"Sum of stages {sum(stages.values()):.0f} s of {parts['repro']['repro_full_s']:.0f} s in all "
                 "(the rest: DVC's own hashing and caching, Python start-up).", ""]

@@ -7,6 +7,7 @@ resident memory is its own. Writes reports/bench.json and reports/bench.md.
     python bench/run.py                      # every part (~17 min on 2 cores)
     python bench/run.py --parts rollout_vllm rollout_hf_bfloat16
     python bench/run.py --repro              # also time `dvc repro` in a fresh checkout (~22 min), then a no-op one
+    python bench/run.py --parts --repro --in-place   # only the repro, here: its outputs become this workspace's
 
 Needs the prepared data and base model (`dvc repro prepare_data prepare_model`)
 and, for the TRL part, `pip install -e .[bench]`.

@@ -60,6 +60,16 @@ def test_cpu_flags_parse_the_flags_line():
     assert cpu_flags("processor: 0\n") == set()
 
 
+def test_onednn_isa_cap_decides_whether_bf16_units_count():
+    from rlvr.hardware import isa_allows_bf16
+
+    assert isa_allows_bf16(None) and isa_allows_bf16("")
+    assert not isa_allows_bf16("AVX2") and not isa_allows_bf16("avx512_core_vnni")  # AVX-512 without bf16
+    assert isa_allows_bf16("AVX512_CORE_BF16") and isa_allows_bf16("avx512_core_amx") and isa_allows_bf16("DEFAULT")
+    with pytest.raises(ValueError, match="'AVX3' is not a oneDNN ISA"):
+        isa_allows_bf16("AVX3")
+
+
 @pytest.mark.parametrize("fast, dtype", [(True, "bfloat16"), (False, "float32")])
 def test_auto_precision_follows_the_hardware(monkeypatch, fast, dtype):
     import rlvr.hardware as hw
