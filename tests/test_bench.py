@@ -115,3 +115,34 @@ def test_render_shows_the_rollout_profile():
     assert "| python and scheduling | 1.00 | 10.0 | 25% |" in md
     assert "cap the engine at 6.0x transformers generate" in md
     assert "the matmuls alone take too long" in md
+
+
+def test_precision_arms_average_seeds_per_problem_and_compare_with_fp32():
+    from precision import render as render_precision
+    from precision import summarize
+
+    def run(precision, steps, seed, problems):
+        return {"precision": precision, "seed": seed, "steps": steps, "mean_step_s": 2.0 if precision == "bf16" else 4.0,
+                "avg": sum(problems) / len(problems), "problems": problems}
+
+    fp32 = [run("fp32", 10, 0, [1.0, 1.0, 0.5, 0.5] * 10), run("fp32", 10, 1, [1.0, 0.5, 0.5, 0.5] * 10)]
+    bf16 = [run("bf16", 10, 0, [0.0, 0.0, 0.5, 0.0] * 10), run("bf16", 10, 1, [0.0, 0.5, 0.0, 0.0] * 10)]
+    long = [run("bf16", 20, 0, [1.0, 1.0, 0.5, 0.5] * 10), run("bf16", 20, 1, [1.0, 0.5, 0.5, 0.5] * 10)]
+    s = summarize(fp32 + bf16 + long)
+    assert list(s["arms"]) == ["fp32, 10 steps", "bf16, 10 steps", "bf16, 20 steps"]
+    a = s["arms"]["fp32, 10 steps"]
+    assert a["avg"][0] == pytest.approx(0.6875) and a["seed_means"] == [0.75, 0.625]
+    assert a["seed_sd"] == pytest.approx(0.0883883, rel=1e-5)  # |0.75 - 0.625| / sqrt(2)
+    worse = s["vs_fp32"]["bf16, 10 steps"]
+    assert worse["diff"][0] == pytest.approx(0.125 - 0.6875) and worse["verdict"] == "bf16 worse"
+    same = s["vs_fp32"]["bf16, 20 steps"]  # identical problems: a zero-width interval at 0
+    assert same["diff"] == pytest.approx((0.0, 0.0, 0.0)) and same["verdict"] == "not distinguishable at this scale"
+    s.update(machine="test", method="grpo", base_dtype="float32")
+    md = render_precision(s)
+    assert "| bf16 | 20 | 0.688 [" in md and "| 2.0 | 40 |" in md
+    assert "- bf16, 10 steps - fp32: over problems (paired, seed-averaged) -0.562 [" in md
+    # over seeds: fp32 0.75, 0.625 against bf16 0.125, 0.125: Welch t with one degree of freedom
+    d, lo, hi = worse["over_seeds"]
+    assert d == pytest.approx(-0.5625) and hi - lo == pytest.approx(2 * 12.7062 * 0.0625, rel=1e-4)
+    assert worse["verdict_over_seeds"] == "not distinguishable at this scale"  # 2 seeds: a wide interval
+    assert "over seeds (Welch t on the seed means) -0.562 [-1.357, +0.232]: not distinguishable" in md

@@ -121,9 +121,12 @@ def test_claims_table(report):
     claims = md.split("## The papers' claims")[1].split("## Figures")[0]
     # GRPO's entropy: 1 - 0.2 * step, an exact line: "falls" is supported with a zero-width interval
     assert "| GRPO's entropy falls during training | minus the slope of entropy per step (grpo) | +0.2 [+0.2, +0.2]" \
-        " | supported |" in claims
+        " | supported (one seed) |" in claims
     assert "disco_logl's entropy stays stable while GRPO's falls" in claims
     assert "| disco_logl above GRPO on accuracy |" in claims and "inconclusive" in claims
+    # one seed per method: every verdict says so, and the page says what the intervals leave out
+    assert "(one seed): a run with a single seed" in claims
+    assert "not the randomness of training" in md.split("## Main table")[0]
 
 
 def test_headline_and_curves_for_dvc(report):
@@ -166,6 +169,7 @@ def test_seeds_are_averaged_and_their_spread_shown(tmp_path):
     md = (tmp_path / "reports/results.md").read_text()
     # seed 0: (0.5 + 0) / 2 = 0.25; seed 1: (0 + 1) / 2 = 0.5 -> sd 0.177, range 0.25
     assert "| grpo | s0: 0.250, s1: 0.500 | 0.375 | 0.177 | 0.250 |" in md
+    assert "(one seed)" not in md and "not the randomness of training" not in md  # two seeds: nothing to caveat
 
 
 def test_checkpoint_evaluation_table(tmp_path):

@@ -53,3 +53,16 @@ def test_wilson_interval_hand_value():
     # 0 of 10: upper bound z^2 / (n + z^2) = 3.8415 / 13.8415
     p, lo, hi = stats.proportion_ci(0, 10)
     assert p == 0 and lo == 0 and hi == pytest.approx(1.959964**2 / (10 + 1.959964**2), rel=1e-4)
+
+
+def test_welch_interval_of_seed_means():
+    from rlvr.stats import welch_diff_ci
+
+    # a = [1, 3]: mean 2, var 2 -> se^2 = 1; b = [0, 0]: no spread -> df = 1, t(0.975, 1) = 12.7062
+    d, lo, hi = welch_diff_ci([1.0, 3.0], [0.0, 0.0])
+    assert d == 2.0 and lo == pytest.approx(2 - 12.7062, abs=1e-3) and hi == pytest.approx(2 + 12.7062, abs=1e-3)
+    # equal spreads, 3 values each: se^2 = 1/3 + 1/3, df = 4, t(0.975, 4) = 2.7764
+    d, lo, hi = welch_diff_ci([1.0, 2.0, 3.0], [0.0, 1.0, 2.0])
+    assert d == pytest.approx(1.0) and hi - d == pytest.approx(2.7764 * (2 / 3) ** 0.5, abs=1e-3)
+    assert welch_diff_ci([0.5, 0.5], [0.25, 0.25]) == (0.25, 0.25, 0.25)  # no spread at all: a point
+    assert all(math.isnan(v) for v in welch_diff_ci([1.0], [0.0, 1.0]))  # one seed: no interval

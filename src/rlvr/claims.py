@@ -24,9 +24,14 @@ def verdict(lo: float, hi: float) -> str:
         "not distinguishable at this scale", "inconclusive")
 
 
-def _row(claim: str, statistic: str, cell: tuple[float, float, float]) -> list[str]:
+ONE_SEED = " (one seed)"  # the interval covers the problems, not the randomness of training
+
+
+def _row(claim: str, statistic: str, cell: tuple[float, float, float], *runs) -> list[str]:
+    """One claim; `runs` are the trained runs it compares, marked when any has a single seed."""
     est, lo, hi = cell
-    return [claim, statistic, f"{est:+.4g} [{lo:+.4g}, {hi:+.4g}]", verdict(lo, hi)]
+    word = verdict(lo, hi) + (ONE_SEED if any(len(r.seeds) < 2 for r in runs) else "")
+    return [claim, statistic, f"{est:+.4g} [{lo:+.4g}, {hi:+.4g}]", word]
 
 
 def _entropy_points(m) -> tuple[list[float], list[float]]:
@@ -89,21 +94,22 @@ def claims_table(results: dict, objectives: dict[str, str], k: int) -> str | Non
     for name in disco:
         if grpo:
             rows.append(_row(f"{name} above GRPO on accuracy", f"mean avg@{k}: {name} - grpo",
-                             _mean_diff(results[name], grpo, "avg")))
+                             _mean_diff(results[name], grpo, "avg"), results[name], grpo))
     if grpo:
         slope, lo, hi = stats.slope_ci(*_entropy_points(grpo))
         rows.append(_row("GRPO's entropy falls during training", "minus the slope of entropy per step (grpo)",
-                         (-slope, -hi, -lo)))
+                         (-slope, -hi, -lo), grpo))
     for name in disco:
         if grpo:
             rows.append(_row(f"{name}'s entropy stays stable while GRPO's falls",
-                             f"entropy slope: {name} - grpo", _slope_diff(results[name], grpo)))
+                             f"entropy slope: {name} - grpo", _slope_diff(results[name], grpo), results[name], grpo))
         for ref in ("grpo", "grpo_rw"):
             if ref in results:
+                pair = (results[name], results[ref])
                 rows.append(_row(f"fewer questions at 0% under {name} than {ref}",
-                                 f"share at 0%: {ref} - {name}", _share_diff(results[ref], results[name], 0.0)))
+                                 f"share at 0%: {ref} - {name}", _share_diff(results[ref], results[name], 0.0), *pair))
                 rows.append(_row(f"more questions at 100% under {name} than {ref}",
-                                 f"share at 100%: {name} - {ref}", _share_diff(results[name], results[ref], 1.0)))
+                                 f"share at 100%: {name} - {ref}", _share_diff(results[name], results[ref], 1.0), *pair))
     for name in [n for n in results if objectives.get(n) == "siren"]:
         est, lo, hi = _anchor_ratio(results[name])
         lo_band, hi_band = ANCHOR_BAND
@@ -112,6 +118,7 @@ def claims_table(results: dict, objectives: dict[str, str], k: int) -> str | Non
         else:
             word = "supported" if lo >= lo_band and hi <= hi_band else \
                 "contradicted" if hi < lo_band or lo > hi_band else "inconclusive"
+        word += ONE_SEED if len(results[name].seeds) < 2 else ""
         rows.append([f"{name} keeps its top-p entropy near the anchor (no collapse, no explosion)",
                      f"late top-p entropy / anchor, claimed within {lo_band}-{hi_band}",
                      f"{est:.3g} [{lo:.3g}, {hi:.3g}]", word])
@@ -119,7 +126,11 @@ def claims_table(results: dict, objectives: dict[str, str], k: int) -> str | Non
         if others:
             best = max(others, key=lambda n: float(np.mean([v.mean() for v in results[n].values("maj").values()])))
             rows.append(_row(f"{name} gains maj@k over the best baseline", f"mean maj@{k}: {name} - {best}",
-                             _mean_diff(results[name], results[best], "maj")))
+                             _mean_diff(results[name], results[best], "maj"), results[name], results[best]))
     if not rows:
         return None
-    return markdown(["claim", "statistic", "estimate [95% interval]", "verdict"], rows)
+    table = markdown(["claim", "statistic", "estimate [95% interval]", "verdict"], rows)
+    if any(row[-1].endswith(ONE_SEED) for row in rows):
+        table += ("\n\n(one seed): a run with a single seed; its interval covers the choice of problems, not the "
+                  "randomness of training, which can be larger (`dvc exp run -S 'seeds=[0,1,2]'` measures it).")
+    return table

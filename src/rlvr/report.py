@@ -385,7 +385,11 @@ def _intro(results) -> str:
             f"{', '.join(f'{n} {s}' for n, s in seeds.items()) or 'none'}. Each score is followed by its 95% "
             "bootstrap interval over problems (the k samples of a problem resampled together; with several "
             "seeds, the seed-averaged problem). Bold marks a column's best only where its interval over the "
-            "runner-up excludes 0. A difference whose interval contains 0 is not distinguishable at this scale.")
+            "runner-up excludes 0. A difference whose interval contains 0 is not distinguishable at this scale."
+            + (" With one seed per method, the intervals cover the choice of problems, not the randomness of "
+               "training: a difference between two trained methods describes these runs, and seeds of one method "
+               "can differ by more (`dvc exp run -S 'seeds=[0,1,2]'` measures it)."
+               if any(s < 2 for s in seeds.values()) else ""))
 
 
 def _html(md: str, figures: list[Path]) -> str:

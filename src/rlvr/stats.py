@@ -72,6 +72,23 @@ def slope_ci(xs: list[float], ys: list[float], level: float = LEVEL) -> tuple[fl
     return float(fit.slope), float(fit.slope - t * fit.stderr), float(fit.slope + t * fit.stderr)
 
 
+def welch_diff_ci(a: list[float], b: list[float], level: float = LEVEL) -> tuple[float, float, float]:
+    """mean(a) - mean(b) of two small samples (e.g. each seed's score) with Welch's t
+    interval: what seed-to-seed variation allows ((nan,)*3 under 2 values each)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if len(a) < 2 or len(b) < 2:
+        return (math.nan, math.nan, math.nan)
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    d, se = float(a.mean() - b.mean()), math.sqrt(va + vb)
+    if se == 0:
+        return (d, d, d)
+    from scipy import stats as st
+
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    t = float(st.t.ppf((1 + level) / 2, df))
+    return d, d - t * se, d + t * se
+
+
 def proportion_ci(hits: int, n: int, level: float = LEVEL) -> tuple[float, float, float]:
     """Wilson interval of a share (e.g. of questions at 0%)."""
     if n == 0:
