@@ -27,11 +27,15 @@ def verdict(lo: float, hi: float) -> str:
 ONE_SEED = " (one seed)"  # the interval covers the problems, not the randomness of training
 
 
+def _seed_note(*runs) -> str:
+    """ONE_SEED when any of the trained runs a claim rests on has a single seed."""
+    return ONE_SEED if any(len(r.seeds) < 2 for r in runs) else ""
+
+
 def _row(claim: str, statistic: str, cell: tuple[float, float, float], *runs) -> list[str]:
-    """One claim; `runs` are the trained runs it compares, marked when any has a single seed."""
+    """One claim; `runs` are the trained runs it compares."""
     est, lo, hi = cell
-    word = verdict(lo, hi) + (ONE_SEED if any(len(r.seeds) < 2 for r in runs) else "")
-    return [claim, statistic, f"{est:+.4g} [{lo:+.4g}, {hi:+.4g}]", word]
+    return [claim, statistic, f"{est:+.4g} [{lo:+.4g}, {hi:+.4g}]", verdict(lo, hi) + _seed_note(*runs)]
 
 
 def _entropy_points(m) -> tuple[list[float], list[float]]:
@@ -118,7 +122,7 @@ def claims_table(results: dict, objectives: dict[str, str], k: int) -> str | Non
         else:
             word = "supported" if lo >= lo_band and hi <= hi_band else \
                 "contradicted" if hi < lo_band or lo > hi_band else "inconclusive"
-        word += ONE_SEED if len(results[name].seeds) < 2 else ""
+        word += _seed_note(results[name])
         rows.append([f"{name} keeps its top-p entropy near the anchor (no collapse, no explosion)",
                      f"late top-p entropy / anchor, claimed within {lo_band}-{hi_band}",
                      f"{est:.3g} [{lo:.3g}, {hi:.3g}]", word])
