@@ -7,6 +7,7 @@ import sys
 from rlvr.cli import params_or_exit, stage_timer
 from rlvr.config import ConfigError, method_config
 from rlvr.launch import relaunch
+from rlvr.memory import check_this_gpu
 from rlvr.runs import Run
 from rlvr.training import run_training
 
@@ -19,6 +20,7 @@ if __name__ == "__main__":
     params = params_or_exit()
     try:
         method = method_config(params, args.method)
+        check_this_gpu(params, args.method)  # before the ranks start: a recipe that cannot fit stops here
         relaunch(params)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -12,7 +12,8 @@ from rlvr.objectives.disco import disco, scores
 from rlvr.groups import overlong_penalty
 from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er, grpo_rw, reweighted_advantages
 from rlvr.objectives.registry import OBJECTIVES
-from rlvr.objectives.siren import aggregate, anchor_value, peak_entropy_mask, siren, topp_entropy
+from rlvr.objectives.siren import aggregate, anchor_value, peak_entropy_mask, siren
+from rlvr.policy import topp_entropy
 
 A = 1 / math.sqrt(2)  # |advantage| of rewards [1, 0] with the sample std
 
@@ -368,3 +369,22 @@ def test_warmup_is_linear_over_rollout_steps_and_starts_at_zero():
 
     assert [warmup_lr(s, 1e-6, 5) for s in range(7)] == pytest.approx([0, 2e-7, 4e-7, 6e-7, 8e-7, 1e-6, 1e-6])
     assert warmup_lr(0, 1e-6, 0) == 1e-6
+
+
+def test_peak_entropy_mask_equals_torch_quantile_per_response():
+    """The batched mask is the per-response torch.quantile threshold, ties,
+    single-token and empty responses included."""
+    g = torch.Generator().manual_seed(3)
+    h = torch.rand(7, 9, generator=g)
+    h[1, :4] = 0.5  # ties
+    mask = (torch.rand(7, 9, generator=g) > 0.3).float()
+    mask[2] = 0.0  # empty
+    mask[3] = 0.0
+    mask[3, 5] = 1.0  # one token
+    for q in (0.8, 0.5, 0.0, 1.0):
+        expected = torch.zeros_like(mask)
+        for i in range(7):
+            real = mask[i] > 0
+            if real.any():
+                expected[i] = ((h[i] > torch.quantile(h[i][real], q)) & real).float()
+        assert torch.equal(peak_entropy_mask(h, mask, q), expected), q

@@ -166,3 +166,36 @@ def test_chunked_lm_head_matches_the_plain_one(model, monkeypatch):
     assert chunked_grads.keys() == plain_grads.keys()
     for name, grad in plain_grads.items():
         torch.testing.assert_close(chunked_grads[name], grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_chunked_head_with_entropy_gradients_matches_full_logits(model, monkeypatch):
+    """SIREN and the entropy bonuses differentiate an entropy: above
+    CHUNKED_ABOVE that runs in checkpointed row blocks (no [tokens, vocabulary]
+    float32 tensor), with the same values and gradients as the full logits."""
+    import rlvr.policy as policy
+
+    g = torch.Generator().manual_seed(2)
+    prompts = [[5, 6, 7]] * 2 + [[8, 9]] * 2
+    responses = [torch.randint(10, 1000, (n,), generator=g).tolist() for n in (70, 3, 61, 1)]
+    packed = pack(prompts, responses, 0, group_size=2)  # 135 tokens: 3 blocks of 64 rows
+    both = ["entropy", "topp_entropy"]
+    weights = torch.linspace(0.5, 1.5, packed.response_mask.shape[1])
+
+    def run():
+        model.zero_grad()
+        out = evaluate_tokens(model, packed, 0.7, entropies=both, grad_entropies=both,
+                              topp={"top_p": 0.9, "top_k": 1000})
+        loss = ((out["logp"] + 0.3 * out["entropy"] - 0.7 * out["topp_entropy"]) * packed.response_mask * weights)
+        loss.sum().backward()
+        return out, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    monkeypatch.setattr(policy, "CHUNKED_ABOVE", 1 << 60)
+    plain, plain_grads = run()
+    monkeypatch.setattr(policy, "CHUNKED_ABOVE", 0)
+    chunked, chunked_grads = run()
+    assert chunked["topp_entropy"].requires_grad and chunked["topp_entropy"].abs().sum() > 0
+    for key in ("logp", *both):
+        torch.testing.assert_close(chunked[key].detach(), plain[key].detach(), atol=1e-5, rtol=1e-5)
+    assert chunked_grads.keys() == plain_grads.keys()
+    for name, grad in plain_grads.items():
+        torch.testing.assert_close(chunked_grads[name], grad, atol=1e-5, rtol=1e-4, msg=name)

@@ -50,7 +50,7 @@ def fixed_batch(max_len: int = 4, spread: float = 2.0) -> PolicyBatch:
 
 def topp_value(hp: ObjectiveParams) -> float:
     """SIREN's nucleus settings act where the top-p entropy is computed (rlvr.policy), not in the loss."""
-    from rlvr.objectives.siren import topp_entropy
+    from rlvr.policy import topp_entropy
 
     logits = torch.linspace(0, 3, 12000)  # a flat tail: a 0.8 nucleus holds thousands of tokens
     return topp_entropy(logits, 1.0, hp.entropy_top_p, hp.entropy_top_k).item()

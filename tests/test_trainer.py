@@ -96,17 +96,13 @@ def _one_step(params, method, model, engine, run_dir, groups, full_old_pass: boo
 
     tr = Trainer(params, method, str(model), run_dir, run_dir / "final", vllm=engine)
     tr.setup()
-    seen = []
-    old_pass = tr._old_logprobs
-    tr._old_logprobs = lambda gs, meter: (seen.extend(gs), old_pass(gs, meter))
-    if full_old_pass:
-        tr._need_old_pass = lambda gs, first_order: gs
+    tr.update.reuse_first_forward = not full_old_pass
     try:
         row = tr.step(0, groups=copy.deepcopy(groups))
     finally:
         tr.verifier.close()
     weights = torch.cat([p.detach().float().flatten() for p in tr.ds_engine.module.parameters()])
-    return row, weights, len(seen)
+    return row, weights, tr.old_pass_groups
 
 
 @pytest.fixture(scope="module")
@@ -281,9 +277,10 @@ def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
     assert [r["step"] for r in rows] == [1, 2]  # not resumed from step 1
 
 
-def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_path):
+def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_path, monkeypatch):
     import torch
     from rlvr.objectives.base import LossOutput
+    from rlvr.objectives.registry import OBJECTIVES
     from rlvr.trainer import Trainer, TrainingStopped
 
     params, engine, _ = setup
@@ -291,7 +288,7 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_
     method.train.steps = 5
     method.train.max_bad_steps = 2
     tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", vllm=engine)
-    tr.loss_fn = lambda batch, hp: LossOutput(batch.logp.sum() * float("nan"), {})
+    monkeypatch.setitem(OBJECTIVES, "grpo", lambda batch, hp: LossOutput(batch.logp.sum() * float("nan"), {}))
     with pytest.raises(TrainingStopped, match="2 steps in a row had non-finite losses"):
         tr.train()
     with open(tmp_path / "r" / "steps.csv") as f:

@@ -24,13 +24,23 @@ STATE = "trainer_state.json"
 
 
 def rng_state() -> dict:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """This rank's generators. On a GPU vLLM samples from the CUDA generator of
+    the rank's device, so that one is saved too."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state()  # the current device: the rank's (distributed.init)
+    return state
 
 
 def set_rng_state(s: dict) -> None:
     random.setstate(s["python"])
     np.random.set_state(s["numpy"])
     torch.set_rng_state(s["torch"])
+    if torch.cuda.is_available() and "cuda" in s:
+        torch.cuda.set_rng_state(s["cuda"])
+    elif torch.cuda.is_available():
+        print("warning: the checkpoint has no CUDA generator state (written on a CPU): sampling continues "
+              "from the engine's seed, not from where the interrupted run stopped", flush=True)
 
 
 def _rng_file(rank: int) -> str:

@@ -99,6 +99,7 @@ class EvalParams:
     max_new_tokens: int = 256
     limits: dict[str, int] = field(default_factory=dict)  # benchmark -> max problems (absent: all)
     out_dir: str = "reports/eval"
+    gpu_memory_utilization: float = 0.9  # vLLM's share of the GPU in evaluation, where nothing else runs there
 
 
 @dataclass
@@ -290,6 +291,10 @@ def check_params(p: Params, problems: list[str]) -> None:
         problems.append(f"'eval.k' must be >= 1, got {p.eval.k}")
     if not 0 < p.eval.top_p <= 1:
         problems.append(f"'eval.top_p' must be in (0, 1], got {p.eval.top_p}")
+    for where, share in (("engine.gpu_memory_utilization", p.engine.gpu_memory_utilization),
+                         ("eval.gpu_memory_utilization", p.eval.gpu_memory_utilization)):
+        if not 0 < share < 1:
+            problems.append(f"'{where}' must be in (0, 1), got {share}")
     if p.eval.temperature < 0:
         problems.append(f"'eval.temperature' must be >= 0, got {p.eval.temperature}")
     if p.eval.max_new_tokens >= p.engine.max_model_len:

@@ -26,6 +26,12 @@ class Ranks:
     def main(self) -> bool:
         return self.rank == 0
 
+    @property
+    def device(self) -> torch.device:
+        """This rank's device: GPU LOCAL_RANK of its node (every GPU stays
+        visible, as vLLM's external launcher expects), or the CPU."""
+        return torch.device("cuda", self.local_rank) if torch.cuda.is_available() else torch.device("cpu")
+
     def share(self, items: list, chunk: int) -> list:
         """This rank's part of `items`: of every consecutive `chunk` items, the
         rank-th slice of chunk / world. With chunk = the mini-batch, the ranks'
@@ -48,15 +54,6 @@ def _free_port() -> str:
         return str(s.getsockname()[1])
 
 
-def bind_device(ranks: Ranks) -> None:
-    """One GPU per rank: make this rank's GPU the only visible one, before CUDA
-    starts, so the trainer and this rank's vLLM engine both use cuda:0 = it."""
-    visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d]
-    if ranks.world > 1 and len(visible) > 1:
-        os.environ["CUDA_VISIBLE_DEVICES"] = visible[ranks.local_rank]
-        os.environ["LOCAL_RANK"] = "0"
-
-
 def cpu_threads(ranks_per_node: int) -> list[int]:
     """The cores of this rank when several ranks share a CPU node (disjoint sets)."""
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
@@ -71,6 +68,10 @@ def init(timeout_s: float = 1800.0) -> Ranks:
         os.environ.setdefault(key, value)
     os.environ.setdefault("MASTER_PORT", _free_port())
     ranks = ranks_from_env()
+    if torch.cuda.is_available():
+        # Before anything touches CUDA: the trainer, NCCL and this rank's vLLM
+        # engine (external launcher: it also takes LOCAL_RANK) share this GPU.
+        torch.cuda.set_device(ranks.device)
     if torch.distributed.is_initialized():
         return ranks
     import deepspeed
@@ -117,4 +118,5 @@ def barrier() -> None:
 
 
 def _device() -> torch.device:
-    return torch.device("cuda") if torch.distributed.get_backend() == "nccl" else torch.device("cpu")
+    """Where a collective's tensor must be: NCCL reduces on the rank's GPU."""
+    return ranks_from_env().device if torch.distributed.get_backend() == "nccl" else torch.device("cpu")

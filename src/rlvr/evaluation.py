@@ -85,8 +85,10 @@ class Evaluator:
         self.params, self.ranks = params, distributed.ranks_from_env()
         self.sets = eval_sets(params)
         self.problems = [(name, r) for name, recs in self.sets.items() for r in recs]
+        # Alone on its GPU: the evaluation engine takes eval.gpu_memory_utilization, not training's share.
         self.vllm = vllm or RolloutEngine.from_params(model_path, params.engine, params.model.dtype,
-                                                      seed=params.engine.seed + self.ranks.rank)
+                                                      seed=params.engine.seed + self.ranks.rank,
+                                                      gpu_memory_utilization=params.eval.gpu_memory_utilization)
         self.tokenizer = self.vllm.tokenizer
 
     def settings_id(self) -> str:
@@ -239,9 +241,11 @@ def evaluate_stage(params: Params, run) -> dict:
 
     from rlvr.tracking import Tracker, dataset_input
 
+    import torch
+
     ranks = distributed.ranks_from_env()
-    if ranks.world > 1:
-        distributed.init(params.launcher.timeout_s)
+    if ranks.world > 1 or torch.cuda.is_available():  # CUDA: vLLM's external launcher joins this process group
+        ranks = distributed.init(params.launcher.timeout_s)
     logged = {"eval": dataclasses.asdict(params.eval), "engine": dataclasses.asdict(params.engine),
               "prompt": dataclasses.asdict(params.prompt), "benchmarks": params.data.benchmarks,
               "run": run.name, "model_path": str(run.model_dir), "ranks": ranks.world}

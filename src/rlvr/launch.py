@@ -70,6 +70,37 @@ def deepspeed_command(lc: LauncherParams, script: str, args: list[str]) -> list[
     return cmd + [script, *args]
 
 
+# What the ranks on other nodes need from this environment. DeepSpeed's
+# multi-node runners (pdsh, mpi, slurm) forward only NCCL*, PYTHON*, MLFLOW*,
+# MV2* and UCX* variables, plus the lines of a `.deepspeed_env` file.
+FORWARDED_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "VLLM_", "MLFLOW_", "DVC_", "GLOO_",
+                      "TORCH_", "PYTORCH_", "OMP_", "MKL_", "CUDA_DEVICE_ORDER", "TRITON_")
+ENV_FILE = "runs/launcher.env"
+
+
+def forwarded_env(environ: dict[str, str], user_files: list[Path]) -> list[str]:
+    """KEY=VALUE lines for the other nodes: the user's own .deepspeed_env
+    lines first (ours replaces its name, see write_env_file), then every
+    variable of ours with a forwarded prefix. Values with a newline cannot be
+    forwarded this way and are left out."""
+    lines = [line.strip() for f in user_files if f.is_file() for line in f.read_text().splitlines()
+             if "=" in line and not line.lstrip().startswith("#")]
+    lines += [f"{k}={v}" for k, v in sorted(environ.items())
+              if k.startswith(FORWARDED_PREFIXES) and "\n" not in v]
+    return lines
+
+
+def write_env_file(path: str | Path = ENV_FILE) -> Path:
+    """The environment file DeepSpeed's runner exports to every node; named by
+    DS_ENV_FILE (an absolute path, which the runner's lookup keeps as it is)."""
+    path = Path(path).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    user = [Path.home() / ".deepspeed_env", Path(".deepspeed_env")]
+    path.write_text("\n".join(forwarded_env(dict(os.environ), user)) + "\n")
+    os.environ["DS_ENV_FILE"] = str(path)
+    return path
+
+
 def relaunch(params, argv: list[str] | None = None) -> None:
     """Under `launcher.kind: deepspeed`, become the DeepSpeed launcher (once)."""
     lc = params.launcher
@@ -79,6 +110,8 @@ def relaunch(params, argv: list[str] | None = None) -> None:
     if problems:
         raise ConfigError(problems, "launcher")
     argv = sys.argv if argv is None else argv
+    if lc.nodes > 1:
+        print(f"[launch] environment for the other nodes: {write_env_file()}", flush=True)
     cmd = deepspeed_command(lc, argv[0], argv[1:])
     print(f"[launch] {lc.world} rank(s): {' '.join(cmd)}", flush=True)
     sys.stdout.flush()

@@ -14,11 +14,11 @@ prompt tokens cost 1/n of a plain forward.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
-
-from rlvr.objectives.siren import topp_entropy
+from torch.utils.checkpoint import checkpoint
 
 
 @dataclass
@@ -30,6 +30,18 @@ class Packed:
     response_mask: torch.Tensor  # [N, T] float
     prompt_len: int  # Lp
     group_size: int = 1  # consecutive rows that share one prompt
+    token_index: torch.Tensor | None = None  # [M] flat positions of the real response tokens in [N * T]
+
+    def to(self, device: torch.device) -> "Packed":
+        """The same batch on `device`: the one place where a batch leaves the CPU."""
+        moved = {f.name: getattr(self, f.name).to(device, non_blocking=True)
+                 for f in dataclasses.fields(self) if isinstance(getattr(self, f.name), torch.Tensor)}
+        return dataclasses.replace(self, **moved)
+
+    @property
+    def tokens(self) -> int:
+        """Real (prompt and response) tokens: the work of one forward pass."""
+        return int(self.attention_mask.sum())
 
 
 def pack(prompts: list[list[int]], responses: list[list[int]], pad_id: int, group_size: int = 1) -> Packed:
@@ -49,7 +61,10 @@ def pack(prompts: list[list[int]], responses: list[list[int]], pad_id: int, grou
             attn[i, lp : lp + len(r)] = 1
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
     resp_mask = attn[:, lp:].float()
-    return Packed(ids, attn, pos, ids[:, lp:], resp_mask, lp, group_size)
+    # Computed here, on the CPU: selecting real tokens by index on the device
+    # needs no host sync, selecting them by a boolean mask does (its size).
+    index = attn[:, lp:].reshape(-1).nonzero().squeeze(1)
+    return Packed(ids, attn, pos, ids[:, lp:], resp_mask, lp, group_size, index)
 
 
 def _response_hidden(model, packed: Packed) -> torch.Tensor:
@@ -150,6 +165,34 @@ def full_entropy(logits: torch.Tensor) -> torch.Tensor:
     return (logz.squeeze(-1) - (p * logits).sum(-1))
 
 
+NUCLEUS_PROBE = 256
+
+
+def topp_entropy(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 0.8, top_k: int = 10000
+                 ) -> torch.Tensor:
+    """SIREN's top-p entropy: the entropy of the renormalized nucleus, per position
+    ([..., V] -> [...]).
+
+    The nucleus S holds the tokens whose inclusive cumulative mass (sorted,
+    top_k at most) is strictly below top_p: the token that crosses top_p is
+    not in S. |S| <= 1 gives 0. S is chosen without gradient; the gradient
+    flows through the renormalized probabilities q.
+    """
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    k = min(top_k, probs.shape[-1])
+    # A nucleus is usually small: look at the top 256 first. Where they already
+    # hold top_p of the mass, no later token can be in S, so the result is exact.
+    top, _ = torch.topk(probs, min(k, NUCLEUS_PROBE), dim=-1)  # sorted, descending
+    if top.shape[-1] < k and bool((top.sum(-1) < top_p).any()):
+        top, _ = torch.topk(probs, k, dim=-1)
+    with torch.no_grad():
+        keep = (torch.cumsum(top, dim=-1) < top_p).float()
+    kept = top * keep
+    q = kept / kept.sum(-1, keepdim=True).clamp(min=1e-12)
+    h = -(q * torch.log(q.clamp(min=1e-12))).sum(-1)
+    return torch.where(keep.sum(-1) > 1, h, torch.zeros_like(h))
+
+
 ENTROPIES = ("entropy", "topp_entropy")
 
 
@@ -171,9 +214,11 @@ def _measured_entropies(logits: torch.Tensor, temperature: float, names, topp: d
     return out
 
 
-def _unpad(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def _unpad(values: torch.Tensor, packed: Packed) -> torch.Tensor:
     """[M] values of the real tokens -> [N, T] with 0 at padding (keeps the gradient)."""
-    return torch.zeros(mask.shape, dtype=values.dtype, device=values.device).masked_scatter(mask, values)
+    shape = packed.response_mask.shape
+    flat = torch.zeros(shape[0] * shape[1], dtype=values.dtype, device=values.device)
+    return flat.index_put((packed.token_index,), values).view(shape)
 
 
 # Above this many logits ([tokens, vocabulary]) per call, the LM head runs in row
@@ -240,37 +285,63 @@ def _measured_from_hidden(hidden, weight, temperature, names, topp):
     return out
 
 
+def _block_terms(hidden, weight, tokens, temperature, names, topp):
+    """log p and the named entropies of one row block, all with gradient."""
+    z = (hidden @ weight.T).to(torch.float32) / temperature
+    out = {"logp": torch.log_softmax(z, dim=-1).gather(-1, tokens[:, None]).squeeze(-1)}
+    out.update({n: _entropy(n, z, topp) for n in names})
+    return out
+
+
+def _checkpointed_blocks(hidden, weight, tokens, temperature, names, topp) -> dict[str, torch.Tensor]:
+    """log p and differentiable entropies, one row block of logits at a time,
+    each block recomputed in the backward pass (activation checkpointing): only
+    one block's [rows, V] float32 logits and their autograd intermediates exist
+    at once, never the whole call's."""
+    rows = _head_rows(weight.shape[0])
+    blocks = [checkpoint(_block_terms, hidden[i : i + rows], weight, tokens[i : i + rows], temperature,
+                         tuple(names), topp, use_reentrant=False)
+              for i in range(0, hidden.shape[0], rows)]
+    return {k: torch.cat([b[k] for b in blocks]) for k in blocks[0]} if blocks else \
+        {k: hidden.new_zeros(0, dtype=torch.float32) for k in ("logp", *names)}
+
+
 def evaluate_tokens(model, packed: Packed, temperature: float, entropies=(), grad_entropies=(),
                     topp: dict | None = None) -> dict[str, torch.Tensor]:
     """log p of the packed responses ([N, T], 0 at padding), plus the named
     `entropies` ("entropy": full vocabulary; "topp_entropy": SIREN's nucleus,
     which needs `topp`), all under the rollout temperature.
 
-    Only real response tokens reach the LM head. An entropy also named in
-    `grad_entropies` carries gradient (the objective uses it); the others are
-    measured without one. Large calls never hold their whole logits (CHUNKED_ABOVE),
-    unless an entropy needs their gradient.
+    `packed` must be on the model's device (Packed.to). Only real response
+    tokens reach the LM head. An entropy also named in `grad_entropies`
+    carries gradient (the objective uses it); the others are measured without
+    one. Large calls (CHUNKED_ABOVE) never hold their whole logits: the head
+    runs in row blocks, recomputed in backward, with or without entropy
+    gradients.
     """
     unknown = set(entropies) - set(ENTROPIES)
     if unknown:
         raise ValueError(f"unknown entropies {sorted(unknown)}; choose from {ENTROPIES}")
     if "topp_entropy" in entropies and topp is None:
         raise ValueError("the top-p entropy needs topp={'top_p': ..., 'top_k': ...}")
-    mask = packed.response_mask.bool()
-    hidden = _response_hidden(model, packed)[mask]  # [M, H]
-    tokens = packed.response_ids[mask]
+    index = packed.token_index
+    hidden = _response_hidden(model, packed).flatten(0, 1).index_select(0, index)  # [M, H]
+    tokens = packed.response_ids.reshape(-1).index_select(0, index)
     head = model.get_output_embeddings()
     differentiable = [n for n in entropies if n in grad_entropies and torch.is_grad_enabled()]
     measured = [n for n in entropies if n not in differentiable]
-    if not differentiable and _chunked(head, hidden.shape[0]):
-        rows = _head_rows(head.weight.shape[0])
-        out = {"logp": _ChunkedHeadLogProb.apply(hidden, head.weight, tokens, temperature, rows)}
+    if _chunked(head, hidden.shape[0]):
+        if differentiable:
+            out = _checkpointed_blocks(hidden, head.weight, tokens, temperature, differentiable, topp)
+        else:
+            rows = _head_rows(head.weight.shape[0])
+            out = {"logp": _ChunkedHeadLogProb.apply(hidden, head.weight, tokens, temperature, rows)}
         out.update(_measured_from_hidden(hidden.detach(), head.weight.detach(), temperature, measured, topp))
-        return {k: _unpad(v, mask) for k, v in out.items()}
+        return {k: _unpad(v, packed) for k, v in out.items()}
     logits = head(hidden)  # [M, V]
     out = {"logp": token_logprobs(logits, tokens, temperature)}
     if differentiable:
         scaled = logits.to(_compute_dtype(logits)) / temperature
         out.update({n: _entropy(n, scaled, topp) for n in differentiable})
     out.update(_measured_entropies(logits, temperature, measured, topp))
-    return {k: _unpad(v, mask) for k, v in out.items()}
+    return {k: _unpad(v, packed) for k, v in out.items()}

@@ -3,11 +3,17 @@
 Each rank adds sums and counts (never ratios), `reduce` adds them over the
 ranks and divides once, so a step on 2 ranks reports what the same step on 1
 rank would. Wall times take the slowest rank (the step waits for it).
+
+Values may be 0-dim tensors on the rank's device (a loss call's KL, loss and
+objective metrics): they are summed there, in float64 as Python would, and
+copied to the host once, in `reduce`: one sync per step, not one per value.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+
+import torch
 
 from rlvr import distributed
 
@@ -20,7 +26,9 @@ class StepMetrics:
         self.totals: dict[str, float] = defaultdict(float)  # summed over ranks
         self.maxima: dict[str, float] = {}  # max over ranks
 
-    def add(self, name: str, total: float, count: float = 1.0) -> None:
+    def add(self, name: str, total, count: float = 1.0) -> None:
+        if isinstance(total, torch.Tensor):
+            total = total.detach().double()
         self.means[name][0] += total
         self.means[name][1] += count
 
@@ -37,19 +45,29 @@ class StepMetrics:
             self.add("truncation_rate", sum(g.truncated), n)
             self.add("zero_variance_groups", float(not g.informative))
 
-    def add_entropies(self, sums: dict[str, float], tokens: float) -> None:
+    def add_entropies(self, sums: dict, tokens: float) -> None:
         """Token-weighted entropy means (`sums` already summed over tokens)."""
         for name, value in sums.items():
             self.add(name, value, tokens)
 
-    def add_loss_call(self, values: dict[str, float]) -> None:
+    def add_loss_call(self, values: dict) -> None:
         """One loss call's values (loss, KL, and every key the objective
-        returned): averaged over all loss calls of the step, on all ranks."""
+        returned, floats or 0-dim tensors): averaged over all loss calls of
+        the step, on all ranks."""
         for name, value in values.items():
-            self.add(name, float(value))
+            self.add(name, value if isinstance(value, torch.Tensor) else float(value))
+
+    def _on_host(self) -> dict[str, list[float]]:
+        """The means' sums as floats: every device value in one copy."""
+        on_device = [k for k, (s, _) in self.means.items() if isinstance(s, torch.Tensor)]
+        values = torch.stack([self.means[k][0] for k in on_device]).cpu().tolist() if on_device else []
+        host = {k: [s, c] for k, (s, c) in self.means.items()}
+        for k, v in zip(on_device, values):
+            host[k][0] = v
+        return host
 
     def reduce(self) -> dict[str, float]:
-        parts = distributed.gather((dict(self.means), dict(self.totals), dict(self.maxima)))
+        parts = distributed.gather((self._on_host(), dict(self.totals), dict(self.maxima)))
         means, totals, maxima = defaultdict(lambda: [0.0, 0.0]), defaultdict(float), {}
         for m, t, x in parts:
             for k, (s, c) in m.items():

@@ -39,14 +39,13 @@ from rlvr import checkpoint, distributed
 from rlvr.atomic import atomic_file, write_json
 from rlvr.config import MethodConfig, Params, settings_hash
 from rlvr.data.records import read_records
+from rlvr.memory import REDUCE_BUCKET
 from rlvr.groups import Collected, Group, QuestionSampler, RolloutCollector
 from rlvr.objectives import NEEDS, NEEDS_GRAD
-from rlvr.objectives.base import PolicyBatch, policy_kl
 from rlvr.objectives.registry import OBJECTIVES
-from rlvr.objectives.siren import anchor_value
-from rlvr.policy import ENTROPIES, evaluate_tokens, pack
 from rlvr.rewards import Verifier
 from rlvr.step_metrics import PHASES, StepMetrics
+from rlvr.update import PolicyUpdate
 
 SNAPSHOTS = "snapshots.json"  # in the final model's directory: the kept snapshots and their identities
 SNAPSHOT_ID = "snapshot.json"  # in each snapshot: which run and step it is
@@ -54,39 +53,6 @@ SNAPSHOT_ID = "snapshot.json"  # in each snapshot: which run and step it is
 
 class TrainingStopped(RuntimeError):
     pass
-
-
-class EntropyMeter:
-    """pi_old's entropies over a step's response tokens (sums for token-weighted
-    means), and on SIREN's first step the top-p entropies its anchor comes from."""
-
-    def __init__(self, keep_for_anchor: bool = False):
-        self.keep_for_anchor = keep_for_anchor
-        self.sums = defaultdict(float)
-        self.tokens = 0.0
-        self.kept: list[tuple[torch.Tensor, torch.Tensor]] = []
-
-    def add(self, out: dict[str, torch.Tensor], mask: torch.Tensor) -> None:
-        for name in ENTROPIES:
-            self.sums[name] += (out[name].detach() * mask).sum().item()
-        self.tokens += mask.sum().item()
-        if self.keep_for_anchor:
-            self.kept.append((out["topp_entropy"].detach(), mask))
-
-    def anchor(self, quantile: float) -> float:
-        """Over every rollout of the step on every rank: the response-weighted
-        mean of the per-micro-batch aggregates."""
-        weighted = sum(anchor_value(h, m, quantile) * h.shape[0] for h, m in self.kept)
-        rows = sum(h.shape[0] for h, _ in self.kept)
-        weighted, rows = distributed.all_sum([weighted, float(rows)])
-        return weighted / rows
-
-
-def _keep_old_logp(micro: list[Group], logp: torch.Tensor) -> None:
-    """Store each response's pi_old log-probs (rows of `logp` in micro-batch order)."""
-    rows = iter(logp.detach())
-    for g in micro:
-        g.old_logp = [next(rows)[: len(r)].clone() for r in g.responses]
 
 
 class PhaseTimer:
@@ -114,7 +80,9 @@ def deepspeed_config(t, grad_accum: int, world: int) -> dict:
         "gradient_accumulation_steps": grad_accum,
         "train_batch_size": grad_accum * world,
         "gradient_clipping": t.grad_clip,
-        "zero_optimization": {"stage": t.zero_stage},
+        # buckets sized as rlvr.memory counts them (DeepSpeed's default is 5e8 elements)
+        "zero_optimization": {"stage": t.zero_stage, "reduce_bucket_size": REDUCE_BUCKET,
+                              "allgather_bucket_size": REDUCE_BUCKET},
         "bf16": {"enabled": t.bf16},
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
@@ -146,9 +114,6 @@ class Trainer:
         self.snapshot_root = self.run_dir / "snapshots"
         self.steps_file = Path(steps_file) if steps_file else self.run_dir / "steps.csv"
         self.tracker = tracker
-        self.loss_fn = OBJECTIVES[self.hp.objective]
-        self.needs = NEEDS.get(self.hp.objective, set())
-        self.grad_needs = NEEDS_GRAD.get(self.hp.objective, set())
         self.ranks = distributed.ranks_from_env()
         self.anchor: float | None = None
         self.bad_in_a_row = 0
@@ -164,6 +129,7 @@ class Trainer:
         import deepspeed
 
         self.ranks = distributed.init(self.params.launcher.timeout_s)
+        self.device = self.ranks.device  # this rank's GPU (cuda:LOCAL_RANK), or the CPU
         self._share_cpu()
         # vLLM runs in-process and samples from the global torch generator, so
         # the global seed is the rank's rollout seed: one seed would make every
@@ -182,27 +148,26 @@ class Trainer:
         model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype)
         if self.t.gradient_checkpointing:
             model.gradient_checkpointing_enable()
-        self.ref_model = None
+        ref_model = None
         if self.hp.kl_coef > 0:
-            self.ref_model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype).eval()
-            self.ref_model.requires_grad_(False)
+            ref_model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype).to(self.device).eval()
+            ref_model.requires_grad_(False)
+        per_update = self.t.mini_batch_questions // self.ranks.world // self.t.micro_batch_questions
+        # DeepSpeed moves the model to this rank's device (set by distributed.init).
         self.ds_engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, self.t),
-                                                  config=deepspeed_config(self.t, self.micro_per_update,
-                                                                          self.ranks.world))
+                                                  config=deepspeed_config(self.t, per_update, self.ranks.world))
+        self.update = PolicyUpdate(self.ds_engine, OBJECTIVES[self.hp.objective], self.hp, self.t, self.pad_id,
+                                   self.ranks, self.device, entropies=NEEDS.get(self.hp.objective, ()),
+                                   grad_entropies=NEEDS_GRAD.get(self.hp.objective, ()), ref_model=ref_model)
         if self.vllm is None:
             from rlvr.rollout import RolloutEngine
 
             self.vllm = RolloutEngine.from_params(self.model_path, self.params.engine, self.params.model.dtype,
-                                                  seed=rollout_seed)
+                                                  seed=rollout_seed, sleep_mode=True)
         self.verifier = Verifier.from_params(self.params)
         self.collector = RolloutCollector(self.vllm, self.verifier, self.tokenizer, self.params.prompt, self.t,
                                           self.hp, self.sampler, self.ranks)
         return self._resume()
-
-    @property
-    def micro_per_update(self) -> int:
-        """Loss calls per optimizer step on one rank."""
-        return self.t.mini_batch_questions // self.ranks.world // self.t.micro_batch_questions
 
     def _share_cpu(self) -> None:
         """CPU ranks of one node split its cores, so they do not oversubscribe it."""
@@ -278,16 +243,12 @@ class Trainer:
         lr = warmup_lr(step, self.t.lr, self.t.warmup_steps)
         for g in self.ds_engine.optimizer.param_groups:
             g["lr"] = lr
-        orders = self._epoch_orders(collected.groups)
-        meter = EntropyMeter(keep_for_anchor=self._anchor_pending)
-        with timer("old_logprobs"):
-            self._old_logprobs(self._need_old_pass(collected.groups, orders[0]), meter)
-        with timer("update"):
-            self._update(orders, meter, metrics)
+        self.vllm.sleep()  # frees the GPU memory vLLM holds (KV cache, weights) for the update
+        self.anchor, self.old_pass_groups = self.update.run(collected.groups, self.sampler.position, self.anchor,
+                                                            metrics, timer)
         with timer("weight_push"):
-            self._push_weights()
+            self._push_weights()  # wakes the engine with the new weights
         metrics.add_groups(collected.groups)
-        metrics.add_entropies(dict(meter.sums), meter.tokens)
         metrics.totals.update(rollout_tokens=collected.rollout_tokens, rollout_rounds=collected.rounds)
         metrics.maxima.update({f"time_{p}": timer.seconds[p] for p in PHASES})
         metrics.maxima["time_total"] = time.perf_counter() - t0
@@ -296,125 +257,6 @@ class Trainer:
             row["entropy_anchor"] = self.anchor
         self._check_bad_steps(row.pop("skipped_step", 0.0) > 0)
         return row
-
-    # ---- log-probs and updates -----------------------------------------------
-
-    def _micro_batches(self, groups: list[Group]) -> list[list[Group]]:
-        m = self.t.micro_batch_questions
-        return [groups[i : i + m] for i in range(0, len(groups), m)]
-
-    def _packed(self, groups: list[Group]):
-        prompts = [g.prompt_ids for g in groups for _ in g.responses]
-        responses = [r for g in groups for r in g.responses]
-        return pack(prompts, responses, self.pad_id, group_size=self.t.responses_per_question)
-
-    def _epoch_orders(self, groups: list[Group]) -> list[list[Group]]:
-        """The order of this rank's groups in each epoch. The first epoch keeps
-        the sampled order, so the ranks' mini-batches are the one-rank
-        mini-batches split (rlvr.distributed.Ranks.share); later epochs
-        reshuffle each rank's share."""
-        rng = random.Random(self.t.seed + self.sampler.position + 7919 * self.ranks.rank)
-        orders = [groups[:]]
-        for _ in range(1, self.t.epochs_per_step):
-            order = groups[:]
-            rng.shuffle(order)
-            orders.append(order)
-        return orders
-
-    def _need_old_pass(self, groups: list[Group], first_order: list[Group]) -> list[Group]:
-        """Groups whose pi_old log-probs need a forward pass of their own.
-
-        Until the first optimizer step the policy is pi_old, so the first
-        mini-batch's old log-probs (and entropies) come from its own update
-        forward. SIREN's first step is the exception: its anchor is over every
-        rollout of the step and must exist before the first loss.
-        """
-        if self._anchor_pending:
-            return groups
-        on_policy = {id(g) for g in first_order[: self.t.mini_batch_questions // self.ranks.world]}
-        return [g for g in groups if id(g) not in on_policy]
-
-    @torch.no_grad()
-    def _old_logprobs(self, groups: list[Group], meter: EntropyMeter) -> None:
-        """pi_old's log-probs of `groups`, and their entropies into `meter`."""
-        for micro in self._micro_batches(groups):
-            packed = self._packed(micro)
-            out = evaluate_tokens(self.ds_engine.module, packed, self.t.temperature, entropies=ENTROPIES,
-                                  topp=self._topp)
-            meter.add(out, packed.response_mask)
-            _keep_old_logp(micro, out["logp"])
-        if meter.keep_for_anchor:
-            self.anchor = meter.anchor(self.hp.peak_quantile)
-
-    @property
-    def _anchor_pending(self) -> bool:
-        """SIREN before its first step: the anchor comes from this step's rollouts."""
-        return "topp_entropy" in self.needs and self.anchor is None
-
-    @property
-    def _topp(self) -> dict:
-        return {"top_p": self.hp.entropy_top_p, "top_k": self.hp.entropy_top_k}
-
-    def _policy_batch(self, micro: list[Group], packed, out, token_norm: float) -> PolicyBatch:
-        old = torch.zeros_like(out["logp"])
-        for i, lp in enumerate(lp for g in micro for lp in g.old_logp):
-            old[i, : lp.numel()] = lp
-        ref = None
-        if self.ref_model is not None:
-            with torch.no_grad():
-                ref = evaluate_tokens(self.ref_model, packed, self.t.temperature)["logp"]
-        return PolicyBatch(
-            logp=out["logp"], old_logp=old, mask=packed.response_mask,
-            rewards=torch.tensor([r for g in micro for r in g.rewards]),
-            group_size=self.t.responses_per_question,
-            max_response_len=max(self.t.max_response_tokens, packed.response_ids.shape[1]),
-            ref_logp=ref, entropy=out.get("entropy"), topp_entropy=out.get("topp_entropy"),
-            entropy_anchor=self.anchor, token_norm=token_norm,
-        )
-
-    def _token_norms(self, mini_batches: list[list[list[Group]]]) -> list[float]:
-        """Per optimizer step: real tokens of the whole mini-batch (all ranks)
-        per loss call, the divisor of a token-level mean (DAPO)."""
-        local = [float(sum(len(r) for micro in mb for g in micro for r in g.responses)) for mb in mini_batches]
-        calls = self.micro_per_update * self.ranks.world
-        return [max(n, 1.0) / calls for n in distributed.all_sum(local)]
-
-    def _update(self, orders: list[list[Group]], meter: EntropyMeter, metrics: StepMetrics) -> None:
-        """epochs x mini-batches; DeepSpeed steps the optimizer at each mini-batch boundary."""
-        model = self.ds_engine.module
-        per_update = self.micro_per_update
-        mini_batches = [self._micro_batches(order)[i : i + per_update]
-                        for order in orders for i in range(0, len(self._micro_batches(order)), per_update)]
-        skipped, calls = 0, 0
-        for mb, token_norm in zip(mini_batches, self._token_norms(mini_batches)):
-            for micro in mb:
-                packed = self._packed(micro)
-                on_policy = micro[0].old_logp is None  # pi_theta is still pi_old: measure it here
-                if on_policy and calls >= per_update:
-                    raise RuntimeError("old log-probs missing after an optimizer step")
-                out = evaluate_tokens(model, packed, self.t.temperature,
-                                      entropies=ENTROPIES if on_policy else self.needs,
-                                      grad_entropies=self.grad_needs, topp=self._topp)
-                if on_policy:
-                    meter.add(out, packed.response_mask)
-                    _keep_old_logp(micro, out["logp"])
-                batch = self._policy_batch(micro, packed, out, token_norm)
-                result = self.loss_fn(batch, self.hp)
-                metrics.totals["train_tokens"] += float(packed.attention_mask.sum())
-                if torch.isfinite(result.loss):
-                    self.ds_engine.backward(result.loss)
-                else:
-                    # A non-finite loss never reaches the weights: back-propagate an
-                    # exact zero instead, so DeepSpeed's accumulation stays consistent.
-                    skipped += 1
-                    self.ds_engine.backward(sum(p.sum() for p in model.parameters()) * 0.0)
-                self.ds_engine.step()
-                with torch.no_grad():
-                    kl = policy_kl(batch.logp, batch.old_logp, batch.mask).item()
-                metrics.add_loss_call({"kl": kl, "loss": result.loss.item(), **result.metrics})
-                calls += 1
-        metrics.totals["skipped_updates"] += skipped
-        metrics.maxima["skipped_step"] = float(skipped > 0)
 
     def _check_bad_steps(self, bad: bool) -> None:
         """`bad` is already reduced over ranks, so every rank stops together."""

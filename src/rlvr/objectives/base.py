@@ -34,7 +34,9 @@ class PolicyBatch:
 @dataclass
 class LossOutput:
     loss: torch.Tensor
-    metrics: dict[str, float] = field(default_factory=dict)
+    # 0-dim detached tensors on the loss's device: the trainer reads them once
+    # per step, since reading one (.item()) per loss call is a host sync on a GPU
+    metrics: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def masked_sum(x: torch.Tensor, mask: torch.Tensor, dim=None) -> torch.Tensor:

@@ -50,5 +50,5 @@ def disco(batch: PolicyBatch, hp) -> LossOutput:
     hinge = torch.clamp(kl - hp.delta, min=0.0)
     penalty = 0.5 * hp.beta * hinge**2
     loss = -j.mean() + penalty
-    return LossOutput(loss, {"disco_j": j.mean().item(), "kl_penalty": penalty.item(),
-                             "kl_active": float(hinge.item() > 0)})
+    return LossOutput(loss, {"disco_j": j.mean().detach(), "kl_penalty": penalty.detach(),
+                             "kl_active": (hinge > 0).float().detach()})

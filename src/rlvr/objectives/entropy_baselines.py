@@ -44,8 +44,8 @@ def _need_entropy(batch: PolicyBatch, name: str) -> torch.Tensor:
     return batch.entropy
 
 
-def _frac(selected: torch.Tensor, mask: torch.Tensor) -> float:
-    return token_mean(selected.float(), mask).item()
+def _frac(selected: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return token_mean(selected.float(), mask).detach()
 
 
 def token_covariance(adv: torch.Tensor, logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -91,7 +91,7 @@ def entropy_reg(batch: PolicyBatch, hp) -> LossOutput:
     policy = seq_sum_norm(per_token, batch.mask, batch.max_response_len)
     bonus = seq_sum_norm(h, batch.mask, batch.max_response_len)
     return LossOutput(policy - hp.entropy_coef * bonus, {
-        "clip_frac": _frac(clipped, batch.mask), "entropy_bonus": bonus.item(),
+        "clip_frac": _frac(clipped, batch.mask), "entropy_bonus": bonus.detach(),
     })
 
 
@@ -132,7 +132,7 @@ def clip_cov(batch: PolicyBatch, hp, generator: torch.Generator | None = None) -
     loss = seq_sum_norm(per_token * (~selected).to(per_token.dtype), batch.mask, batch.max_response_len)
     return LossOutput(loss, {
         "clip_frac": _frac(clipped, batch.mask), "cov_clip_frac": _frac(selected, batch.mask),
-        "cov_candidates": float(band.sum()),
+        "cov_candidates": band.sum().float(),
     })
 
 
@@ -163,7 +163,7 @@ def kl_cov(batch: PolicyBatch, hp) -> LossOutput:
     loss = seq_sum_norm(per_token, batch.mask, batch.max_response_len)
     return LossOutput(loss, {
         "kl_cov_frac": _frac(selected, batch.mask),
-        "abs_kl": token_mean(log_ratio.detach().abs(), batch.mask).item(),
+        "abs_kl": token_mean(log_ratio.detach().abs(), batch.mask),
     })
 
 
@@ -190,7 +190,7 @@ def entropy_adv(batch: PolicyBatch, hp) -> LossOutput:
                                              dual_clip=hp.dual_clip)
     loss = seq_sum_norm(per_token, batch.mask, batch.max_response_len)
     return LossOutput(loss, {
-        "clip_frac": _frac(clipped, batch.mask), "entropy_adv_bonus": token_mean(bonus, batch.mask).item(),
+        "clip_frac": _frac(clipped, batch.mask), "entropy_adv_bonus": token_mean(bonus, batch.mask).detach(),
     })
 
 
@@ -237,5 +237,5 @@ def forking_80_20(batch: PolicyBatch, hp) -> LossOutput:
     keep = batch.mask * m
     loss = seq_sum_norm(per_token, keep, batch.max_response_len)
     return LossOutput(loss, {
-        "clip_frac": token_mean(clipped.float(), keep).item(), "forking_frac": _frac(m, batch.mask),
+        "clip_frac": token_mean(clipped.float(), keep).detach(), "forking_frac": _frac(m, batch.mask),
     })

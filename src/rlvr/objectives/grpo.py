@@ -17,8 +17,8 @@ from rlvr.objectives.base import (
 )
 
 
-def _stats(batch: PolicyBatch, clipped: torch.Tensor) -> dict[str, float]:
-    return {"clip_frac": token_mean(clipped.float(), batch.mask).item()}
+def _stats(batch: PolicyBatch, clipped: torch.Tensor) -> dict[str, torch.Tensor]:
+    return {"clip_frac": token_mean(clipped.float(), batch.mask).detach()}
 
 
 def grpo(batch: PolicyBatch, hp) -> LossOutput:
@@ -34,7 +34,7 @@ def grpo(batch: PolicyBatch, hp) -> LossOutput:
             raise ValueError("grpo with kl_coef > 0 needs reference log-probs (ref_logp)")
         kl = seq_mean_then_mean(k3_kl(batch.logp, batch.ref_logp), batch.mask)
         loss = loss + hp.kl_coef * kl
-        metrics["kl_ref"] = kl.item()
+        metrics["kl_ref"] = kl.detach()
     return LossOutput(loss, metrics)
 
 
@@ -69,7 +69,7 @@ def grpo_er(batch: PolicyBatch, hp) -> LossOutput:
     out = grpo(batch, hp)
     ent = token_mean(batch.entropy, batch.mask)
     out.loss = out.loss - hp.entropy_coef * ent
-    out.metrics["entropy_bonus"] = ent.item()
+    out.metrics["entropy_bonus"] = ent.detach()
     return out
 
 

@@ -21,43 +21,18 @@ from rlvr.objectives.base import (
 )
 
 
-NUCLEUS_PROBE = 256
-
-
-def topp_entropy(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 0.8, top_k: int = 10000
-                 ) -> torch.Tensor:
-    """Entropy of the renormalized nucleus, per position ([..., V] -> [...]).
-
-    The nucleus S holds the tokens whose inclusive cumulative mass (sorted,
-    top_k at most) is strictly below top_p: the token that crosses top_p is
-    not in S. |S| <= 1 gives 0. S is chosen without gradient; the gradient
-    flows through the renormalized probabilities q.
-    """
-    probs = torch.softmax(logits.float() / temperature, dim=-1)
-    k = min(top_k, probs.shape[-1])
-    # A nucleus is usually small: look at the top 256 first. Where they already
-    # hold top_p of the mass, no later token can be in S, so the result is exact.
-    top, _ = torch.topk(probs, min(k, NUCLEUS_PROBE), dim=-1)  # sorted, descending
-    if top.shape[-1] < k and bool((top.sum(-1) < top_p).any()):
-        top, _ = torch.topk(probs, k, dim=-1)
-    with torch.no_grad():
-        keep = (torch.cumsum(top, dim=-1) < top_p).float()
-    kept = top * keep
-    q = kept / kept.sum(-1, keepdim=True).clamp(min=1e-12)
-    h = -(q * torch.log(q.clamp(min=1e-12))).sum(-1)
-    return torch.where(keep.sum(-1) > 1, h, torch.zeros_like(h))
-
-
 def peak_entropy_mask(h: torch.Tensor, mask: torch.Tensor, quantile: float = 0.8) -> torch.Tensor:
-    """M_it = H_it > tau_i, tau_i the `quantile` (linear) of H over response i's real tokens."""
-    out = torch.zeros_like(mask)
-    hd = h.detach()
-    for i in range(h.shape[0]):
-        real = mask[i] > 0
-        if real.any():
-            tau = torch.quantile(hd[i][real].float(), quantile)
-            out[i] = ((hd[i] > tau) & real).float()
-    return out
+    """M_it = H_it > tau_i, tau_i the `quantile` of H over response i's real
+    tokens, interpolated linearly as torch.quantile does; all rows at once, so
+    a GPU never waits on the host (a response without real tokens keeps none)."""
+    hd = h.detach().float()
+    real = mask > 0
+    n = real.sum(-1)
+    ordered = torch.where(real, hd, torch.full_like(hd, float("inf"))).sort(dim=-1).values  # real values first
+    rank = torch.tensor(quantile, dtype=hd.dtype, device=hd.device) * (n - 1).clamp(min=0).to(hd.dtype)
+    below, above = rank.floor().long(), rank.ceil().long()
+    tau = ordered.gather(-1, below[:, None]).lerp(ordered.gather(-1, above[:, None]), (rank - below)[:, None])
+    return ((hd > tau) & real).to(mask.dtype)
 
 
 def aggregate(h: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
@@ -92,6 +67,6 @@ def siren(batch: PolicyBatch, hp) -> LossOutput:
     agg = aggregate(batch.topp_entropy, m)
     reg = (agg - batch.entropy_anchor) ** 2
     return LossOutput(policy + hp.entropy_coef * reg, {
-        "clip_frac": token_mean(clipped.float(), batch.mask).item(),
-        "siren_entropy": agg.item(), "siren_reg": reg.item(),
+        "clip_frac": token_mean(clipped.float(), batch.mask).detach(),
+        "siren_entropy": agg.detach(), "siren_reg": reg.detach(),
     })

@@ -1,0 +1,315 @@
+"""The training side of the paper recipes on one GPU, in one run: JSON lines.
+
+    bash bench/gpu_check.sh            # on a CUDA machine (under 8 minutes on one H200)
+    bash bench/gpu_check.sh --cpu      # the same code paths at small sizes (CI runs it)
+
+Needs torch, transformers, DeepSpeed and this package; not vLLM (its CUDA
+wheel is too large to carry to a bare machine), so rollouts and the weight
+push into vLLM are not covered here: the update a rollout step ends with is.
+
+Checks, one JSON line each:
+- env: versions, the device, its memory.
+- objective_step: for every distinct objective setting of params/*.yaml, the
+  trainer's update (rlvr.update.PolicyUpdate: pi_old pass, loss calls,
+  DeepSpeed's optimizer steps; ZeRO-2, bf16 on the GPU) on a tiny Qwen2 with
+  the real 152k vocabulary: finite loss, weights moved, time, peak memory.
+- lm_head: the chunked LM head (log-probs) and the checkpointed blocks with
+  entropy gradients (SIREN's top-p entropy) at the 1.5B shape, against full
+  logits on a slice (largest differences), then at a paper-sized call (time,
+  peak memory against rlvr.memory's estimate).
+- loss_call: one forward and backward of the real 1.5B architecture (random
+  weights, gradient checkpointing) at the DisCO 1.5B recipe's largest loss
+  call; peak memory against rlvr.memory's estimate.
+- checkpoint: rlvr.checkpoint's round trip with DeepSpeed, the CUDA RNG included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+GIB = 1 << 30
+
+
+def emit(**row) -> dict:
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def peak_gib(device) -> float | None:
+    return round(torch.cuda.max_memory_allocated(device) / GIB, 3) if device.type == "cuda" else None
+
+
+def reset_peak(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def synchronize(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def tiny_qwen2(vocab: int, device, dtype):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    cfg = Qwen2Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
+                      tie_word_embeddings=False)
+    torch.manual_seed(0)
+    return Qwen2ForCausalLM(cfg).to(dtype)
+
+
+def synthetic_groups(n_groups: int, n: int, vocab: int, max_len: int, seed: int = 0):
+    from rlvr.groups import Group
+
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for q in range(n_groups):
+        prompt = torch.randint(10, vocab, (32,), generator=g).tolist()
+        lengths = torch.randint(max_len // 4, max_len + 1, (n,), generator=g).tolist()
+        responses = [torch.randint(10, vocab, (k,), generator=g).tolist() for k in lengths]
+        correct = [(i + q) % 3 == 0 for i in range(n)]
+        out.append(Group(None, prompt, responses, [False] * n, [float(c) for c in correct], correct))
+    return out
+
+
+def recipe_methods() -> dict[str, object]:
+    """Every distinct (objective, settings) of the recipes, by a readable name."""
+    from rlvr.config import load_params, method_config
+
+    seen, out = set(), {}
+    for path in sorted((ROOT / "params").glob("*.yaml")):
+        params = load_params(path)
+        for name in params.extra["methods"]:
+            m = method_config(params, name)
+            key = json.dumps(dataclasses.asdict(m.objective), sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                out[f"{path.stem}:{name}"] = m
+    return out
+
+
+def check_objective_steps(device, cpu: bool) -> None:
+    import deepspeed
+
+    from rlvr.distributed import Ranks
+    from rlvr.objectives import NEEDS, NEEDS_GRAD
+    from rlvr.objectives.registry import OBJECTIVES
+    from rlvr.step_metrics import StepMetrics
+    from rlvr.trainer import PhaseTimer, adamw, deepspeed_config
+    from rlvr.update import PolicyUpdate
+
+    vocab = 151936
+    for label, method in recipe_methods().items():
+        t = dataclasses.replace(method.train, questions_per_step=4, responses_per_question=8 if not cpu else 4,
+                                mini_batch_questions=2, micro_batch_questions=1,
+                                max_response_tokens=16 if cpu else 256, bf16=not cpu, zero_stage=0 if cpu else 2,
+                                gradient_checkpointing=not cpu, lr=1e-4)
+        hp = method.objective
+        model = tiny_qwen2(vocab, device, torch.bfloat16 if t.bf16 else torch.float32)
+        if t.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+        engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, t),
+                                          config=deepspeed_config(t, 2, 1))
+        before = [p.detach().float().clone() for p in engine.module.parameters()]
+        update = PolicyUpdate(engine, OBJECTIVES[hp.objective], hp, t, 0, Ranks(), device,
+                              entropies=NEEDS.get(hp.objective, ()), grad_entropies=NEEDS_GRAD.get(hp.objective, ()))
+        groups = synthetic_groups(4, t.responses_per_question, vocab, t.max_response_tokens)
+        metrics = StepMetrics()
+        reset_peak(device)
+        t0 = time.perf_counter()
+        anchor, _ = update.run(groups, 0, None, metrics, PhaseTimer())
+        synchronize(device)
+        seconds = time.perf_counter() - t0
+        row = metrics.reduce()
+        moved = max((p.detach().float() - b).abs().max().item() for p, b in zip(engine.module.parameters(), before))
+        finite = all(torch.isfinite(p).all().item() for p in engine.module.parameters())
+        ok = row["loss"] == row["loss"] and finite and moved > 0 and row.get("skipped_updates", 0) == 0
+        emit(check="objective_step", method=label, objective=hp.objective, ok=ok, loss=row["loss"], kl=row["kl"],
+             max_weight_change=moved, anchor=anchor, seconds=round(seconds, 3), peak_gib=peak_gib(device))
+        del engine, model, update
+
+
+def check_lm_head(device, cpu: bool) -> None:
+    from rlvr import memory, policy
+
+    h, vocab = (1536, 151936) if not cpu else (64, 151936)
+    dtype = torch.bfloat16 if not cpu else torch.float32
+    topp = {"top_p": 0.8, "top_k": 10000}
+    g = torch.Generator(device="cpu").manual_seed(0)
+    weight = (torch.randn(vocab, h, generator=g) * 0.02).to(device, dtype).requires_grad_()
+
+    def inputs(m):
+        hidden = (torch.randn(m, h, generator=g)).to(device, dtype).requires_grad_()
+        tokens = torch.randint(0, vocab, (m,), generator=g).to(device)
+        return hidden, tokens
+
+    # numerics on a slice: chunked paths against full float32 logits
+    hidden, tokens = inputs(256 if not cpu else 96)
+    coef = torch.linspace(0.5, 1.5, hidden.shape[0], device=device)
+    z = (hidden.float() @ weight.float().T) / 0.6
+    ref = {"logp": torch.log_softmax(z, -1).gather(-1, tokens[:, None]).squeeze(-1),
+           "topp_entropy": policy.topp_entropy(z, 1.0, **topp)}
+    ref_grad = torch.autograd.grad(((ref["logp"] - 0.5 * ref["topp_entropy"]) * coef).sum(), (hidden, weight))
+    blocks = policy._checkpointed_blocks(hidden, weight, tokens, 0.6, ["topp_entropy"], topp)
+    grad = torch.autograd.grad(((blocks["logp"] - 0.5 * blocks["topp_entropy"]) * coef).sum(), (hidden, weight))
+    chunked = policy._ChunkedHeadLogProb.apply(hidden, weight, tokens, 0.6, 64)
+    emit(check="lm_head_numerics", tokens=hidden.shape[0], hidden=h, vocab=vocab, dtype=str(dtype),
+         logp_max_diff=(blocks["logp"] - ref["logp"]).abs().max().item(),
+         chunked_logp_max_diff=(chunked - ref["logp"]).abs().max().item(),
+         topp_entropy_max_diff=(blocks["topp_entropy"] - ref["topp_entropy"]).abs().max().item(),
+         grad_hidden_rel=((grad[0].float() - ref_grad[0].float()).norm() / ref_grad[0].float().norm()).item(),
+         grad_weight_rel=((grad[1].float() - ref_grad[1].float()).norm() / ref_grad[1].float().norm()).item())
+    del z, ref, ref_grad, grad, blocks, chunked
+
+    # a paper-sized call: one group of 8 responses x 8,192 tokens (DisCO 1.5B), 3,072 (SIREN)
+    for label, m, names in (("logp, 8 x 8192 tokens", 8 * 8192, []),
+                            ("logp + top-p entropy gradient, 8 x 3072 tokens", 8 * 3072, ["topp_entropy"])):
+        m = m if not cpu else 512
+        hidden, tokens = inputs(m)
+        reset_peak(device)
+        base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
+        t0 = time.perf_counter()
+        if names:
+            out = policy._checkpointed_blocks(hidden, weight, tokens, 0.6, names, topp)
+            loss = (out["logp"] - 0.5 * out["topp_entropy"]).sum()
+        else:
+            loss = policy._ChunkedHeadLogProb.apply(hidden, weight, tokens, 0.6, policy._head_rows(vocab)).sum()
+        loss.backward()
+        synchronize(device)
+        seconds = time.perf_counter() - t0
+        peak = (torch.cuda.max_memory_allocated(device) - base) / GIB if device.type == "cuda" else None
+        estimate = ((6 if names else 3) * memory.HEAD_BLOCK * 4 + 3 * m * h * 4 + vocab * h * 4) / GIB
+        emit(check="lm_head", call=label, tokens=m, seconds=round(seconds, 3),
+             peak_above_inputs_gib=None if peak is None else round(peak, 3), estimate_gib=round(estimate, 3))
+        hidden.grad = weight.grad = None
+        del hidden, tokens, loss
+
+
+def check_loss_call(device, cpu: bool) -> None:
+    """The DisCO 1.5B recipe's largest loss call through the real architecture."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from rlvr import memory
+    from rlvr.config import load_params, method_config
+    from rlvr.objectives.base import PolicyBatch
+    from rlvr.objectives.grpo import grpo
+    from rlvr.policy import evaluate_tokens, pack
+
+    params = load_params(ROOT / "params" / "disco_1.5b.yaml")
+    method = method_config(params, "grpo")
+    shape = memory.KNOWN_SHAPES[params.model.source]
+    t = method.train
+    n, prompt_len, response_len = t.responses_per_question, params.engine.max_model_len - t.max_response_tokens, \
+        t.max_response_tokens
+    if cpu:
+        shape = dataclasses.replace(shape, hidden=64, layers=2, heads=2, kv_heads=1, intermediate=128)
+        n, prompt_len, response_len = 4, 16, 32
+    cfg = Qwen2Config(vocab_size=shape.vocab, hidden_size=shape.hidden, intermediate_size=shape.intermediate,
+                      num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
+                      num_key_value_heads=shape.kv_heads, max_position_embeddings=32768,
+                      tie_word_embeddings=shape.tied, torch_dtype="bfloat16")
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = Qwen2ForCausalLM(cfg).to(torch.bfloat16 if not cpu else torch.float32)
+    model.gradient_checkpointing_enable()
+    model.config.use_cache = False
+    g = torch.Generator().manual_seed(1)
+    prompt = torch.randint(10, shape.vocab, (prompt_len,), generator=g).tolist()
+    responses = [torch.randint(10, shape.vocab, (response_len,), generator=g).tolist() for _ in range(n)]
+    packed = pack([prompt] * n, responses, 0, group_size=n).to(device)
+    reset_peak(device)
+    base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
+    t0 = time.perf_counter()
+    out = evaluate_tokens(model, packed, t.temperature)
+    batch = PolicyBatch(logp=out["logp"], old_logp=out["logp"].detach(), mask=packed.response_mask,
+                        rewards=torch.tensor([float(i % 2) for i in range(n)], device=device), group_size=n)
+    grpo(batch, method.objective).loss.backward()
+    synchronize(device)
+    seconds = time.perf_counter() - t0
+    measured = (torch.cuda.max_memory_allocated(device) - base) / GIB if device.type == "cuda" else None
+    est = memory.budget(params, method, shape, 80 * GIB)
+    grads = shape.params * 2 / GIB  # a plain backward keeps bf16 gradients (DeepSpeed buckets and shards them)
+    emit(check="loss_call", model="DeepSeek-R1-Distill-Qwen-1.5B shape" if not cpu else "tiny Qwen2",
+         tokens=int(packed.attention_mask.sum()), seconds=round(seconds, 3),
+         peak_above_weights_gib=None if measured is None else round(measured, 3),
+         estimate_activations_and_head_gib=round((est["update"]["activations"] + est["update"]["LM head"]) / GIB, 3),
+         plain_backward_gradients_gib=round(grads, 3))
+
+
+def check_checkpoint(device, cpu: bool) -> None:
+    import deepspeed
+
+    from rlvr import checkpoint
+    from rlvr.config import TrainParams
+    from rlvr.distributed import Ranks
+    from rlvr.trainer import adamw, deepspeed_config
+
+    t = TrainParams(bf16=not cpu, zero_stage=0 if cpu else 2, lr=1e-3)
+    model = tiny_qwen2(1000, device, torch.bfloat16 if t.bf16 else torch.float32)
+    engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, t), config=deepspeed_config(t, 1, 1))
+    with tempfile.TemporaryDirectory() as tmp:
+        saved = [p.detach().clone() for p in engine.module.parameters()]
+        checkpoint.save(engine, Path(tmp) / "ck", {"step": 1}, Ranks())
+        draws = (torch.rand(4, device=device), torch.rand(4))
+        with torch.no_grad():
+            for p in engine.module.parameters():
+                p.add_(1.0)
+        state = checkpoint.load(engine, Path(tmp) / "ck", Ranks())
+        again = (torch.rand(4, device=device), torch.rand(4))
+        weights = all(torch.equal(a, b) for a, b in zip(saved, engine.module.parameters()))
+    emit(check="checkpoint", ok=weights and torch.equal(draws[0], again[0]) and torch.equal(draws[1], again[1]),
+         weights_restored=weights, device_rng_restored=torch.equal(draws[0], again[0]),
+         host_rng_restored=torch.equal(draws[1], again[1]), step=state["step"])
+
+
+CHECKS = {"objective_step": check_objective_steps, "lm_head": check_lm_head, "loss_call": check_loss_call,
+          "checkpoint": check_checkpoint}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cpu", action="store_true", help="small sizes on the CPU (CI)")
+    ap.add_argument("--only", nargs="*", choices=list(CHECKS), help="run only these checks")
+    args = ap.parse_args()
+    if not args.cpu and not torch.cuda.is_available():
+        print("no CUDA device: run with --cpu for the CPU version", file=sys.stderr)
+        return 2
+    from rlvr import distributed
+
+    ranks = distributed.init(600)
+    device = ranks.device if not args.cpu else torch.device("cpu")
+    import deepspeed
+    import transformers
+
+    emit(check="env", torch=torch.__version__, transformers=transformers.__version__, deepspeed=deepspeed.__version__,
+         device=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+         memory_gib=round(torch.cuda.get_device_properties(device).total_memory / GIB, 1)
+         if device.type == "cuda" else None)
+    failed = []
+    for name, check in CHECKS.items():
+        if args.only and name not in args.only:
+            continue
+        t0 = time.perf_counter()
+        try:
+            check(device, args.cpu)
+        except Exception as e:  # keep going: one JSON line per failure, the others still run
+            failed.append(name)
+            emit(check=name, ok=False, error=f"{type(e).__name__}: {e}"[:2000])
+        emit(check=f"{name}_done", seconds=round(time.perf_counter() - t0, 1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

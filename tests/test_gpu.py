@@ -1,0 +1,113 @@
+"""The CUDA path: skipped without a GPU (conftest.py), run on a GPU node with
+`pytest -m gpu tests/test_gpu.py` after `pip install -e .[gpu,dev]`.
+
+The trainer's step for each objective of the recipes with the real CUDA vLLM
+engine (external launcher, sleep mode) and DeepSpeed; the chunked LM head
+against full logits; a checkpoint round trip with the CUDA generator; the
+weight push into a sleeping engine. bench/gpu_check.sh covers the training
+side on a machine without vLLM.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from rlvr.config import method_config, parse_params
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+
+@pytest.fixture(scope="module")
+def cuda_engine(tiny_model):
+    from rlvr import distributed
+    from rlvr.rollout import RolloutEngine
+
+    distributed.init(600)
+    return RolloutEngine(str(tiny_model), dtype="bfloat16", max_model_len=512, enforce_eager=False, seed=0,
+                         gpu_memory_utilization=0.3, sleep_mode=True)
+
+
+def test_weight_push_into_a_sleeping_engine(cuda_engine, tiny_model):
+    """Sleep (level 2), wake the weights, push, wake the KV cache: the engine
+    generates with the pushed weights (the same weights give the same greedy text)."""
+    from rlvr.rollout import load_safetensors
+
+    before = cuda_engine.generate(["1 + 1 ="], n=1, temperature=0.0, top_p=1.0, max_tokens=8, progress=False)
+    free_awake = torch.cuda.mem_get_info()[0]
+    cuda_engine.sleep()
+    assert torch.cuda.mem_get_info()[0] > free_awake  # the engine gave memory back
+    cuda_engine.load_weights(load_safetensors(tiny_model))
+    after = cuda_engine.generate(["1 + 1 ="], n=1, temperature=0.0, top_p=1.0, max_tokens=8, progress=False)
+    assert after[0][0].token_ids == before[0][0].token_ids
+    zeros = [(name, torch.zeros_like(w)) for name, w in load_safetensors(tiny_model)]
+    cuda_engine.sleep()
+    cuda_engine.load_weights(zeros)
+    changed = cuda_engine.generate(["1 + 1 ="], n=1, temperature=0.0, top_p=1.0, max_tokens=8, progress=False)
+    assert changed[0][0].token_ids != before[0][0].token_ids
+    cuda_engine.load_weights(load_safetensors(tiny_model))
+
+
+@pytest.mark.parametrize("name", ["grpo", "dr_grpo", "dapo", "disco_logl", "discob_lratio", "siren", "entropy_reg",
+                                  "clip_cov", "kl_cov", "entropy_adv", "forking_80_20"])
+def test_trainer_step_on_cuda(cuda_engine, tiny_model, tmp_path, name):
+    from test_trainer import ALL_METHODS, tiny_params
+
+    from rlvr.data.prepare import prepare
+    from rlvr.trainer import Trainer
+
+    methods = {**ALL_METHODS, "entropy_reg": {"objective": "entropy_reg", "entropy_coef": 0.005},
+               "clip_cov": {"objective": "clip_cov"}, "kl_cov": {"objective": "kl_cov"},
+               "entropy_adv": {"objective": "entropy_adv"}, "forking_80_20": {"objective": "forking_80_20"}}
+    raw = tiny_params(tmp_path, methods)
+    raw["train"].update({"bf16": True, "zero_stage": 2})
+    params = parse_params(raw)
+    prepare(params.data)
+    trainer = Trainer(params, method_config(params, name), str(tiny_model), tmp_path / "run", tmp_path / "final",
+                      vllm=cuda_engine)
+    rows = trainer.train()
+    assert [r["step"] for r in rows] == [1, 2]
+    assert all(r["loss"] == r["loss"] and r.get("skipped_updates", 0) == 0 for r in rows)
+    assert next(trainer.ds_engine.module.parameters()).device.type == "cuda"
+
+
+def test_chunked_head_on_cuda_matches_full_logits():
+    from rlvr import policy
+
+    g = torch.Generator().manual_seed(0)
+    weight = (torch.randn(5000, 64, generator=g) * 0.05).cuda().requires_grad_()
+    hidden = torch.randn(300, 64, generator=g).cuda().requires_grad_()
+    tokens = torch.randint(0, 5000, (300,), generator=g).cuda()
+    topp = {"top_p": 0.8, "top_k": 1000}
+    z = hidden @ weight.T / 0.7
+    ref = torch.log_softmax(z, -1).gather(-1, tokens[:, None]).squeeze(-1) - policy.topp_entropy(z, 1.0, **topp)
+    ref_grads = torch.autograd.grad(ref.sum(), (hidden, weight))
+    out = policy._checkpointed_blocks(hidden, weight, tokens, 0.7, ["topp_entropy"], topp)
+    ours = out["logp"] - out["topp_entropy"]
+    grads = torch.autograd.grad(ours.sum(), (hidden, weight))
+    torch.testing.assert_close(ours, ref, atol=1e-4, rtol=1e-4)
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-3)
+    chunked = policy._ChunkedHeadLogProb.apply(hidden, weight, tokens, 0.7, 64)
+    torch.testing.assert_close(chunked, torch.log_softmax(z, -1).gather(-1, tokens[:, None]).squeeze(-1),
+                               atol=1e-4, rtol=1e-4)
+
+
+def test_checkpoint_round_trip_restores_the_cuda_generator():
+    import gpu_check
+
+    rows = []
+    gpu_check.emit = lambda **row: rows.append(row) or row
+    gpu_check.check_checkpoint(torch.device("cuda", torch.cuda.current_device()), cpu=False)
+    assert rows[-1]["ok"], rows[-1]
+
+
+def test_gpu_check_script_passes():
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(["bash", "bench/gpu_check.sh"], cwd=root, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
