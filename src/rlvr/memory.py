@@ -137,8 +137,10 @@ def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: f
     head = ((6 if differentiable else 3) * HEAD_BLOCK * 4  # float32 blocks and their autograd intermediates
             + 3 * response_tokens * h * 4  # response hidden states, their gradient, the float32 log-probs
             + shape.vocab * h * 4)  # the head's float32 gradient accumulator
-    update = {"buckets": 2 * REDUCE_BUCKET * b, "activations": activations, "LM head": head,
-              "vLLM asleep": VLLM_ASLEEP}
+    rows_per_call = t.micro_batch_questions * t.responses_per_question
+    mask = rows_per_call * (tokens // max(rows_per_call, 1)) ** 2  # the padded calls' boolean attention mask
+    update = {"buckets": 2 * REDUCE_BUCKET * b, "activations": activations, "attention mask": mask,
+              "LM head": head, "vLLM asleep": VLLM_ASLEEP}
     rollout = {"vLLM": params.engine.gpu_memory_utilization * gpu_bytes}
     return {"resident": rows, "rollout": rollout, "update": update, "tokens": tokens,
             "resident_total": resident, "rollout_total": resident + sum(rollout.values()),

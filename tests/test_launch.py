@@ -1,0 +1,43 @@
+"""Starting ranks on other nodes: the environment DeepSpeed's multi-node runner
+takes there, through the file it reads (DS_ENV_FILE)."""
+
+import os
+import subprocess
+import sys
+
+from rlvr.launch import forwarded_env, write_env_file
+
+
+def test_forwarded_env_keeps_what_the_ranks_need_and_the_users_own_file(tmp_path):
+    user = tmp_path / ".deepspeed_env"
+    user.write_text("NCCL_IB_DISABLE=1\n# a comment\n")
+    env = {"HF_HOME": "/cache/hf", "VLLM_USE_V1": "1", "MLFLOW_TRACKING_URI": "sqlite:////x/mlflow.db",
+           "OMP_NUM_THREADS": "8", "GLOO_SOCKET_IFNAME": "eth0", "DVC_ROOT": "/repo", "HOME": "/root",
+           "CUDA_VISIBLE_DEVICES": "0,1", "TRANSFORMERS_OFFLINE": "1", "MULTI": "a\nb", "HF_BAD": "a\nb"}
+    lines = forwarded_env(env, [user, tmp_path / "missing"])
+    assert lines[0] == "NCCL_IB_DISABLE=1"
+    assert {"HF_HOME=/cache/hf", "VLLM_USE_V1=1", "OMP_NUM_THREADS=8", "GLOO_SOCKET_IFNAME=eth0", "DVC_ROOT=/repo",
+            "TRANSFORMERS_OFFLINE=1", "MLFLOW_TRACKING_URI=sqlite:////x/mlflow.db"} <= set(lines)
+    # the launcher sets devices per node; HOME is the remote user's; multi-line values cannot travel
+    assert not any(line.startswith(("CUDA_VISIBLE_DEVICES", "HOME", "MULTI", "HF_BAD")) for line in lines)
+
+
+def test_deepspeeds_runner_reads_the_written_file(tmp_path, monkeypatch):
+    """The runner joins its search paths with DS_ENV_FILE: an absolute path
+    stays itself, so the runner exports exactly our lines."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HOME", "/cache/hf")
+    path = write_env_file(tmp_path / "runs" / "launcher.env")
+    assert os.environ["DS_ENV_FILE"] == str(path)
+    code = ("import os; from deepspeed.launcher import runner as r; "
+            "from deepspeed.launcher.multinode_runner import PDSHRunner\n"
+            "class A: user_args = []; user_script = 's'; launcher_args = ''\n"
+            "p = PDSHRunner(A(), 'x')\n"
+            "for d in r.DEEPSPEED_ENVIRONMENT_PATHS:\n"
+            "    f = os.path.join(d, r.DEEPSPEED_ENVIRONMENT_NAME)\n"
+            "    if os.path.isfile(f):\n"
+            "        [p.add_export(*l.split('=', 1)) for l in open(f).readlines()]\n"
+            "print(p.exports['HF_HOME'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "/cache/hf"

@@ -1,0 +1,89 @@
+"""rlvr.memory: the per-GPU budget, against hand arithmetic and the recipes."""
+
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from rlvr import memory
+from rlvr.config import ConfigError, load_params, method_config
+
+GIB = 1 << 30
+RECIPES = sorted((REPO / "params").glob("*.yaml"))
+
+
+def test_parameter_counts_match_the_published_sizes():
+    """1.78B (R1-Distill-Qwen-1.5B, untied), 1.54B (Qwen2.5-Math-1.5B, tied),
+    7.62B (Qwen2-7B family), 8.03B (Llama-3.1-8B)."""
+    shapes = memory.KNOWN_SHAPES
+    assert shapes["deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"].params / 1e9 == pytest.approx(1.777, abs=0.005)
+    assert shapes["Qwen/Qwen2.5-Math-1.5B"].params / 1e9 == pytest.approx(1.544, abs=0.005)
+    assert shapes["Qwen/Qwen2.5-Math-7B"].params / 1e9 == pytest.approx(7.616, abs=0.01)
+    assert shapes["meta-llama/Llama-3.1-8B-Instruct"].params / 1e9 == pytest.approx(8.030, abs=0.01)
+
+
+def test_resident_state_by_hand():
+    """1.5B in bf16, ZeRO-2 over 8 ranks: weights 2P, optimizer 12P/8, fp32 gradient partition 4P/8."""
+    params = load_params(REPO / "params" / "disco_1.5b.yaml")
+    method = method_config(params, "grpo")
+    shape = memory.KNOWN_SHAPES[params.model.source]
+    est = memory.budget(params, method, shape, 80 * GIB)
+    p = shape.params
+    assert est["resident"]["weights"] == 2 * p
+    assert est["resident"]["optimizer"] == 12 * p / 8
+    assert est["resident"]["gradients"] == 4 * p / 8
+    assert est["tokens"] == 1 * 8 * (1024 + 8192)
+    assert est["rollout"]["vLLM"] == params.engine.gpu_memory_utilization * 80 * GIB
+    # checkpointed layer inputs: tokens x hidden x 2 bytes x layers, plus one layer's recompute
+    assert est["update"]["activations"] > est["tokens"] * shape.hidden * 2 * shape.layers
+
+
+def test_more_tokens_per_call_need_more_memory_and_the_error_names_the_setting():
+    params = load_params(REPO / "params" / "disco_1.5b.yaml")
+    method = method_config(params, "grpo")
+    shape = memory.KNOWN_SHAPES[params.model.source]
+    small = memory.budget(params, method, shape, 80 * GIB)
+    method.train.micro_batch_questions = 4
+    large = memory.budget(params, method, shape, 80 * GIB)
+    assert large["update_total"] > small["update_total"] + 40 * GIB
+    found = memory.problems(params, method, large, 80 * GIB)
+    assert len(found) == 1 and "train.micro_batch_questions" in found[0] and "294,912 tokens" in found[0]
+    params.engine.gpu_memory_utilization = 0.95
+    found = memory.problems(params, method, memory.budget(params, method, shape, 80 * GIB), 80 * GIB)
+    assert any("engine.gpu_memory_utilization" in f for f in found)
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
+def test_every_recipe_fits_a_141_gib_gpu(recipe):
+    assert memory.check(load_params(recipe), 141 * GIB)
+
+
+@pytest.mark.parametrize("recipe", [r for r in RECIPES if "7b" not in r.stem and "8b" not in r.stem[:8]],
+                         ids=lambda p: p.stem)
+def test_the_1_5b_and_siren_recipes_fit_an_80_gib_gpu(recipe):
+    assert memory.check(load_params(recipe), 80 * GIB)
+
+
+def test_the_disco_7b_recipe_stops_on_80_gib_with_the_reason():
+    with pytest.raises(ConfigError, match="largest loss call holds 73,728 tokens"):
+        memory.check(load_params(REPO / "params" / "disco_7b.yaml"), 80 * GIB)
+
+
+def test_the_command_prints_a_budget_and_exits_by_fit(capsys):
+    assert memory.main([str(REPO / "params" / "disco_1.5b.yaml"), "--gpu-gib", "80"]) == 0
+    out = capsys.readouterr().out
+    assert "rollout peak" in out and "update peak" in out and "fits" in out
+    assert memory.main([str(REPO / "params" / "disco_7b.yaml"), "--gpu-gib", "80"]) == 1
+
+
+def test_an_unknown_hub_model_asks_for_the_prepared_model(tmp_path):
+    params = load_params(REPO / "params" / "disco_1.5b.yaml")
+    params.model.source = "someone/unknown-model"
+    params.model.out_dir = str(tmp_path / "absent")
+    with pytest.raises(ConfigError, match="prepare_model"):
+        memory.model_shape(params)
+    (tmp_path / "absent").mkdir()
+    (tmp_path / "absent" / "config.json").write_text(
+        '{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,'
+        ' "intermediate_size": 128, "vocab_size": 1000, "tie_word_embeddings": true, "model_type": "llama"}')
+    assert memory.model_shape(params).params == 1000 * 64 + 2 * memory.model_shape(params).layer_params + 64
