@@ -7,7 +7,7 @@ import torch
 
 from rlvr.config import ObjectiveParams
 from rlvr.objectives import NAMES, NEEDS, NEEDS_GRAD
-from rlvr.objectives.base import PolicyBatch, group_advantages, policy_kl, seq_mean, token_mean, zero_variance_share
+from rlvr.objectives.base import PolicyBatch, group_advantages, policy_kl, seq_mean, token_mean
 from rlvr.objectives.disco import disco, scores
 from rlvr.groups import overlong_penalty
 from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er, grpo_rw, reweighted_advantages
@@ -230,10 +230,6 @@ def test_policy_kl_estimators():
     logp, old, mask = torch.tensor([[0.0, math.log(2.0)]]), torch.zeros(1, 2), torch.ones(1, 2)
     assert policy_kl(logp, old, mask, "kl").item() == pytest.approx(-math.log(2.0) / 2)
     assert policy_kl(logp, old, mask, "low_var_kl").item() == pytest.approx((1 - math.log(2.0)) / 2)
-
-
-def test_zero_variance_share():
-    assert zero_variance_share(torch.tensor([1.0, 1, 0, 1, 0, 0]), 2) == pytest.approx(2 / 3)
 
 
 def logits_of(probs):

@@ -26,10 +26,6 @@ class PolicyBatch:
     entropy_anchor: float | None = None  # SIREN's H_anchor
     token_norm: float | None = None  # token-mean divisor per loss call (DAPO); None: this batch's own count
 
-    @property
-    def n_groups(self) -> int:
-        return self.rewards.numel() // self.group_size
-
 
 @dataclass
 class LossOutput:
@@ -81,11 +77,6 @@ def group_advantages(rewards: torch.Tensor, n: int, scale: bool = True, eps: flo
         # an all-equal group is 0 / 0: define it as 0 whatever eps is
         centered = torch.where(std > 0, centered / (std + eps), torch.zeros_like(centered))
     return centered.reshape(-1)
-
-
-def zero_variance_share(rewards: torch.Tensor, n: int) -> float:
-    g = rewards.view(-1, n)
-    return (g.max(dim=1).values == g.min(dim=1).values).float().mean().item()
 
 
 def clipped_policy_loss(logp, old_logp, adv, clip_low: float, clip_high: float, dual_clip: float | None = None):

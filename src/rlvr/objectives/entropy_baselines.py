@@ -3,7 +3,7 @@
 Source: Linn3a/siren, verl/verl/workers/actor/dp_actor.py (update_policy, one
 branch per `experiment_type`) and verl/verl/trainer/ppo/core_algos.py; the
 papers are Cui et al. 2025 (Clip-Cov, KL-Cov), Cheng et al. 2025 (Entropy-Adv)
-and Wang et al. 2025 (80/20 forking tokens). See /work/notes/siren_official.md.
+and Wang et al. 2025 (80/20 forking tokens).
 
 Shared by all five (SIREN's setting, exp_scripts/siren.sh):
 - Dr. GRPO advantages A_i = r_i - mean_group(r) (norm_adv_by_std_in_grpo=False).
