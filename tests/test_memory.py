@@ -1,7 +1,5 @@
 """rlvr.memory: the per-GPU budget, against hand arithmetic and the recipes."""
 
-from pathlib import Path
-
 import pytest
 
 from conftest import REPO
@@ -87,3 +85,13 @@ def test_an_unknown_hub_model_asks_for_the_prepared_model(tmp_path):
         '{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,'
         ' "intermediate_size": 128, "vocab_size": 1000, "tie_word_embeddings": true, "model_type": "llama"}')
     assert memory.model_shape(params).params == 1000 * 64 + 2 * memory.model_shape(params).layer_params + 64
+
+
+def test_a_known_hub_model_wins_over_a_prepared_model_of_another_source(tmp_path):
+    """models/base may hold the CPU default's model while a recipe is checked."""
+    params = load_params(REPO / "params" / "disco_7b.yaml")
+    params.model.out_dir = str(tmp_path)
+    (tmp_path / "config.json").write_text(
+        '{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,'
+        ' "intermediate_size": 128, "vocab_size": 1000, "tie_word_embeddings": true, "model_type": "llama"}')
+    assert memory.model_shape(params) == memory.KNOWN_SHAPES["deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"]

@@ -22,8 +22,8 @@ from rlvr.data.prompts import build_prompt
 from rlvr.data.records import Record, read_records, write_jsonl
 from rlvr.metrics import mean_over, summarize
 from rlvr.rewards import GroupGrade, Verifier
+from rlvr.run_files import SNAPSHOTS  # written by the trainer beside the final model
 
-SNAPSHOTS = "snapshots.json"  # written by the trainer beside the final model
 BY_STEP = "by_step.json"  # per-snapshot metrics, kept across reruns of the stage
 
 

@@ -78,13 +78,16 @@ def shape_from_config(config: dict) -> ModelShape:
 
 
 def model_shape(params: Params) -> ModelShape:
-    """The shape of params' model: a known hub model, or the config.json of
-    the prepared model (models/base) or of a local model directory."""
-    for directory in (Path(params.model.out_dir), Path(params.model.source)):
-        if (directory / "config.json").exists():
-            return shape_from_config(json.loads((directory / "config.json").read_text()))
+    """The shape of params' model: a local model directory's config.json, a
+    known hub model, or else the prepared model's (models/base, made from the
+    source by prepare_model)."""
+    source, prepared = Path(params.model.source), Path(params.model.out_dir) / "config.json"
+    if (source / "config.json").exists():
+        return shape_from_config(json.loads((source / "config.json").read_text()))
     if params.model.source in KNOWN_SHAPES:
         return KNOWN_SHAPES[params.model.source]
+    if prepared.exists():
+        return shape_from_config(json.loads(prepared.read_text()))
     raise ConfigError([f"model.source '{params.model.source}': its shape is unknown before the model is "
                        f"prepared; run `dvc repro prepare_model` first (or add it to rlvr.memory.KNOWN_SHAPES)"])
 

@@ -18,11 +18,8 @@ checkpoints are collective.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import hashlib
-import json
-import math
 import os
 import random
 import shutil
@@ -36,7 +33,6 @@ import torch
 from tqdm.auto import tqdm
 
 from rlvr import checkpoint, distributed
-from rlvr.atomic import atomic_file, write_json
 from rlvr.config import MethodConfig, Params, settings_hash
 from rlvr.data.records import read_records
 from rlvr.memory import REDUCE_BUCKET
@@ -44,12 +40,9 @@ from rlvr.groups import Collected, Group, QuestionSampler, RolloutCollector
 from rlvr.objectives import NEEDS, NEEDS_GRAD
 from rlvr.objectives.registry import OBJECTIVES
 from rlvr.rewards import Verifier
+from rlvr.run_files import Snapshots, StepLog
 from rlvr.step_metrics import PHASES, StepMetrics
 from rlvr.update import PolicyUpdate
-
-SNAPSHOTS = "snapshots.json"  # in the final model's directory: the kept snapshots and their identities
-SNAPSHOT_ID = "snapshot.json"  # in each snapshot: which run and step it is
-
 
 class TrainingStopped(RuntimeError):
     pass
@@ -111,8 +104,8 @@ class Trainer:
         self.params, self.method, self.t, self.hp = params, method, method.train, method.objective
         self.model_path, self.run_dir, self.final_dir = str(model_path), Path(run_dir), Path(final_dir)
         self.ckpt_dir = self.run_dir / "checkpoint"
-        self.snapshot_root = self.run_dir / "snapshots"
         self.steps_file = Path(steps_file) if steps_file else self.run_dir / "steps.csv"
+        self.step_log = StepLog(self.steps_file)
         self.tracker = tracker
         self.ranks = distributed.ranks_from_env()
         self.anchor: float | None = None
@@ -140,8 +133,8 @@ class Trainer:
         train_file = self.params.data.train_dir / "train.jsonl"
         self.sampler = QuestionSampler(read_records(train_file), self.t.seed)
         self.hash = settings_hash(dataclasses.asdict(self.t), dataclasses.asdict(self.hp), self.model_path,
-                                           file_digest(train_file), dataclasses.asdict(self.params.prompt),
-                                           self.ranks.world)
+                                  file_digest(train_file), dataclasses.asdict(self.params.prompt), self.ranks.world)
+        self.snapshots = Snapshots(self.run_dir / "snapshots", self.hash)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         dtype = torch.bfloat16 if self.t.bf16 else torch.float32
@@ -186,7 +179,7 @@ class Trainer:
             self._say(f"checkpoint at step {state.get('step')} was made with other training params: starting fresh")
             checkpoint.discard(self.ckpt_dir)
             if self.ranks.main:
-                shutil.rmtree(self.snapshot_root, ignore_errors=True)
+                shutil.rmtree(self.snapshots.root, ignore_errors=True)
             self._truncate_steps(0)
             return 0
         state = checkpoint.load(self.ds_engine, self.ckpt_dir, self.ranks)
@@ -285,24 +278,20 @@ class Trainer:
     # ---- outputs ------------------------------------------------------------------
 
     def _record(self, row: dict) -> None:
-        """Append to steps.csv (rewritten atomically) and MLflow, on rank 0."""
+        """Append to steps.csv and MLflow, on rank 0."""
         if not self.ranks.main:
             return
-        _write_csv(self.steps_file, _read_csv(self.steps_file) + [row])
+        self.step_log.append(row)
         if self.tracker is not None:
             self.tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
 
     def history(self) -> list[dict[str, float]]:
         """Every recorded step of this run, resumed ones included, as numbers."""
-        number = lambda k, v: int(float(v)) if k == "step" else float(v)  # noqa: E731
-        return [{k: number(k, v) for k, v in r.items() if v not in ("", None)} for r in _read_csv(self.steps_file)]
+        return self.step_log.history()
 
     def _truncate_steps(self, last_step: int) -> None:
-        if not self.ranks.main:
-            return
-        rows = [r for r in _read_csv(self.steps_file) if int(float(r["step"])) <= last_step]
-        if rows or self.steps_file.exists():
-            _write_csv(self.steps_file, rows)
+        if self.ranks.main:
+            self.step_log.truncate(last_step)
 
     def _save(self, step: int | None) -> None:
         step = step if step is not None else self._last_step()
@@ -312,8 +301,8 @@ class Trainer:
         }, self.ranks)
 
     def _last_step(self) -> int:
-        rows = _read_csv(self.steps_file) if self.ranks.main else []
-        return int(distributed.all_sum([float(rows[-1]["step"]) if rows else 0.0])[0])
+        last = self.step_log.last_step() if self.ranks.main else 0
+        return int(distributed.all_sum([float(last)])[0])
 
     def _save_hf(self, out_dir: Path) -> None:
         from rlvr.model import save_checkpoint
@@ -323,72 +312,16 @@ class Trainer:
                 save_checkpoint(self.ds_engine.module, self.tokenizer, out_dir)
         distributed.barrier()
 
-    def snapshot_id(self, step: int) -> str:
-        """Names the weights of one step of this run: its params and the step."""
-        return f"{self.hash}-{step}"
-
-    def _snapshot_dir(self, step: int) -> Path:
-        return self.snapshot_root / f"step_{step:06d}"
-
     def _save_snapshot(self, step: int) -> None:
-        """An HF snapshot for periodic evaluation (runs/<run>/snapshots; linked
-        into the final model's directory at the end), marked with its identity
-        so a stale one is never taken for it."""
-        self._save_hf(self._snapshot_dir(step))
+        """An HF snapshot for periodic evaluation, marked with its identity."""
+        self._save_hf(self.snapshots.dir(step))
         if self.ranks.main:
-            write_json(self._snapshot_dir(step) / SNAPSHOT_ID, {"id": self.snapshot_id(step), "step": step})
-
-    def _snapshot_ok(self, step: int) -> bool:
-        marker = self._snapshot_dir(step) / SNAPSHOT_ID
-        return marker.exists() and json.loads(marker.read_text())["id"] == self.snapshot_id(step)
+            self.snapshots.mark(step)
 
     def _save_final(self) -> None:
-        """The trained weights as a plain HF checkpoint, its snapshots beside
-        it, and their list (what the evaluate stage evaluates besides it).
-
-        The snapshots go into the model's output directory, so DVC caches and
-        pushes them with it: a teammate who pulled can re-evaluate every
-        checkpoint under new evaluation settings without retraining. They are
-        hard links to runs/<run>/snapshots (kept there for resuming), so the
-        copy costs no disk."""
+        """The trained weights as a plain HF checkpoint, its snapshots linked
+        beside it, and their list (what the evaluate stage evaluates besides it)."""
         self._save_hf(self.final_dir)
-        if not self.ranks.main:
-            return
-        steps = range(self.t.eval_every, self.t.steps, self.t.eval_every) if self.t.eval_every else []
-        snapshots = []
-        for s in (s for s in steps if self._snapshot_ok(s)):
-            rel = Path("snapshots") / self._snapshot_dir(s).name
-            _link_tree(self._snapshot_dir(s), self.final_dir / rel)
-            snapshots.append({"step": s, "id": self.snapshot_id(s), "path": str(rel)})
-        snapshots.append({"step": self.t.steps, "id": self.snapshot_id(self.t.steps), "path": "."})
-        write_json(self.final_dir / SNAPSHOTS, snapshots)
-
-
-def _link_tree(src: Path, dst: Path) -> None:
-    """dst as a copy of src made of hard links (a plain copy across file systems)."""
-    def link(a, b):
-        try:
-            os.link(a, b)
-        except OSError:
-            shutil.copy2(a, b)
-
-    shutil.rmtree(dst, ignore_errors=True)
-    shutil.copytree(src, dst, copy_function=link)
-
-
-def _read_csv(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def _write_csv(path: Path, rows: list[dict]) -> None:
-    fields: list[str] = []
-    for r in rows:
-        fields += [k for k in r if k not in fields]
-    with atomic_file(path, newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) and math.isfinite(v) else v) for k, v in r.items()})
+        if self.ranks.main:
+            steps = range(self.t.eval_every, self.t.steps, self.t.eval_every) if self.t.eval_every else []
+            self.snapshots.link_into(self.final_dir, steps, self.t.steps)

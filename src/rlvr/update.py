@@ -18,7 +18,6 @@ the other mini-batches get a no-grad pass first.
 from __future__ import annotations
 
 import random
-from collections import defaultdict
 
 import torch
 

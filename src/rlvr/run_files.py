@@ -1,0 +1,110 @@
+"""What a training run leaves on disk besides its checkpoint: the step log
+(steps.csv) and the HF snapshots evaluated later. Rank 0 writes them.
+
+Snapshots live in runs/<run>/snapshots while training (a resumed run keeps
+them) and are hard-linked into the final model's directory at the end, so
+DVC caches and pushes them with the model at no extra disk: a teammate who
+pulled can re-evaluate every checkpoint under new evaluation settings.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+
+from rlvr.atomic import atomic_file, write_json
+
+SNAPSHOTS = "snapshots.json"  # in the final model's directory: the kept snapshots and their identities
+SNAPSHOT_ID = "snapshot.json"  # in each snapshot: which run and step it is
+
+
+class StepLog:
+    """steps.csv: one row per rollout step, rewritten atomically on each append."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def append(self, row: dict) -> None:
+        write_csv(self.path, read_csv(self.path) + [row])
+
+    def truncate(self, last_step: int) -> None:
+        """Drop the rows after `last_step` (a run resumed from an earlier checkpoint)."""
+        rows = [r for r in read_csv(self.path) if int(float(r["step"])) <= last_step]
+        if rows or self.path.exists():
+            write_csv(self.path, rows)
+
+    def last_step(self) -> int:
+        rows = read_csv(self.path)
+        return int(float(rows[-1]["step"])) if rows else 0
+
+    def history(self) -> list[dict[str, float]]:
+        """Every recorded step, resumed ones included, as numbers."""
+        number = lambda k, v: int(float(v)) if k == "step" else float(v)  # noqa: E731
+        return [{k: number(k, v) for k, v in r.items() if v not in ("", None)} for r in read_csv(self.path)]
+
+
+class Snapshots:
+    """The HF snapshots of one run, each marked with the identity of the
+    weights it holds (the run's settings hash and the step), so a stale one
+    is never taken for it."""
+
+    def __init__(self, root: str | Path, run_hash: str):
+        self.root, self.run_hash = Path(root), run_hash
+
+    def identity(self, step: int) -> str:
+        return f"{self.run_hash}-{step}"
+
+    def dir(self, step: int) -> Path:
+        return self.root / f"step_{step:06d}"
+
+    def mark(self, step: int) -> None:
+        write_json(self.dir(step) / SNAPSHOT_ID, {"id": self.identity(step), "step": step})
+
+    def is_current(self, step: int) -> bool:
+        marker = self.dir(step) / SNAPSHOT_ID
+        return marker.exists() and json.loads(marker.read_text())["id"] == self.identity(step)
+
+    def link_into(self, final_dir: Path, steps, final_step: int) -> None:
+        """Hard-link the current snapshots of `steps` into the final model's
+        directory and list them, the final model last (what evaluation reads)."""
+        listed = []
+        for s in (s for s in steps if self.is_current(s)):
+            rel = Path("snapshots") / self.dir(s).name
+            link_tree(self.dir(s), final_dir / rel)
+            listed.append({"step": s, "id": self.identity(s), "path": str(rel)})
+        listed.append({"step": final_step, "id": self.identity(final_step), "path": "."})
+        write_json(final_dir / SNAPSHOTS, listed)
+
+
+def link_tree(src: Path, dst: Path) -> None:
+    """dst as a copy of src made of hard links (a plain copy across file systems)."""
+    def link(a, b):
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst, copy_function=link)
+
+
+def read_csv(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    fields: list[str] = []
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+    with atomic_file(path, newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) and math.isfinite(v) else v) for k, v in r.items()})
