@@ -35,6 +35,16 @@ def base_model(tmp_path_factory) -> Path:
     return materialize("smollm2", tmp_path_factory.mktemp("model") / "base")
 
 
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "DS_ENV_FILE")
+
+
+def clean_env(**extra) -> dict:
+    """This process's environment for a child stage, without the rank variables
+    an in-process trainer (rlvr.distributed.init) leaves behind: with them, a
+    stage would take itself for a rank already started by the launcher."""
+    return {**{k: v for k, v in os.environ.items() if k not in RANK_VARIABLES}, **extra}
+
+
 def copy_repo(dst: Path) -> Path:
     """A fresh git+DVC checkout of the tracked files, for end-to-end runs."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,

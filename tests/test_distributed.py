@@ -14,7 +14,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import REPO, copy_repo
+from conftest import REPO, clean_env, copy_repo
 from dist_worker import METHODS
 
 pytestmark = pytest.mark.slow
@@ -25,7 +25,7 @@ WORKER = str(Path(__file__).parent / "dist_worker.py")
 def launch(world: int, args: list[str], port: int, **kw) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "deepspeed.launcher.runner", "--num_gpus", str(world), "--master_port", str(port),
            "--no_local_rank", *args]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    env = clean_env(PYTHONPATH=str(Path(__file__).parent))
     return subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)
 
 
@@ -87,7 +87,7 @@ def test_a_killed_rank_ends_the_job_and_the_rerun_resumes(tmp_path, tiny_model):
                          "micro_batch_questions": 1, "max_response_tokens": 16, "checkpoint_every": 1})
     raw["methods"] = {"grpo": {"objective": "grpo"}}
     (root / "params.yaml").write_text(yaml.safe_dump(raw))
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlflow.db"}
+    env = clean_env(MLFLOW_TRACKING_URI=f"sqlite:///{root}/mlflow.db")
     subprocess.run([sys.executable, "stages/prepare_data.py"], cwd=root, env=env, check=True, capture_output=True)
     cmd = [sys.executable, "stages/train.py", "--method", "grpo", "--model", str(tiny_model)]
     state_file = root / "runs/grpo/seed0/checkpoint/trainer_state.json"

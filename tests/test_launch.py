@@ -27,6 +27,7 @@ def test_deepspeeds_runner_reads_the_written_file(tmp_path, monkeypatch):
     stays itself, so the runner exports exactly our lines."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HOME", "/cache/hf")
+    monkeypatch.setenv("DS_ENV_FILE", "")  # restored after the test: write_env_file sets it
     path = write_env_file(tmp_path / "runs" / "launcher.env")
     assert os.environ["DS_ENV_FILE"] == str(path)
     code = ("import os; from deepspeed.launcher import runner as r; "

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import copy_repo
+from conftest import clean_env, copy_repo
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ def deep_update(d: dict, u: dict) -> dict:
 
 
 def run(cmd, cwd, **kw):
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env = clean_env(PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     env.pop("MLFLOW_TRACKING_URI", None)  # the project's own store: <repo>/mlflow.db
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, **kw)
 

@@ -113,10 +113,14 @@ class RolloutEngine:
         a sleeping engine wakes: its weight memory first, the KV cache after
         the push, so the two are never allocated beside the trainer's peak."""
         if self.asleep:
+            # vLLM maps its memory outside PyTorch's caching allocator: hand back
+            # what the update's peak left cached first (TRL and verl do the same).
+            torch.cuda.empty_cache()
             self.llm.wake_up(tags=["weights"])
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(weights)})
         if self.asleep:
-            self.llm.wake_up(tags=["kv_cache"])
+            torch.cuda.empty_cache()
+            self.llm.wake_up(tags=["kv_cache"])  # the scheduler resumes only once both are awake
             self.asleep = False
         self.llm.reset_prefix_cache()
 
