@@ -14,6 +14,7 @@ from rlvr.objectives import NEEDS, NEEDS_GRAD
 from rlvr.objectives.registry import OBJECTIVES
 from rlvr.policy import evaluate_tokens, pack
 from rlvr.step_metrics import StepMetrics
+from rlvr.trainer import PhaseTimer
 from rlvr.update import PolicyUpdate
 
 
@@ -28,13 +29,6 @@ class PlainEngine:
 
     def step(self):
         pass
-
-
-class NoTimer:
-    def __call__(self, name):
-        import contextlib
-
-        return contextlib.nullcontext()
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +93,7 @@ def test_the_update_keeps_every_tensor_on_the_device(device_model, objective):
     anchor = None if objective == "siren" else 0.5
     device_model.zero_grad()
     with DeviceAudit() as audit:
-        anchor, _ = update.run(groups(), position=0, anchor=anchor, metrics=metrics, timer=NoTimer())
+        anchor, _ = update.run(groups(), position=0, anchor=anchor, metrics=metrics, timer=PhaseTimer())
     assert audit.mixed == [], audit.mixed
     calls = 4  # 4 groups, one per loss call
     ours = [s for s in audit.syncs if not s.startswith("library:")]  # transformers' own mask check is not ours
@@ -124,7 +118,7 @@ def test_the_reference_model_lives_on_the_device(device_model):
     update.ref_model = device_model
     update.hp.kl_coef = 0.1
     with DeviceAudit() as audit:
-        update.run(groups(), position=0, anchor=None, metrics=StepMetrics(), timer=NoTimer())
+        update.run(groups(), position=0, anchor=None, metrics=StepMetrics(), timer=PhaseTimer())
     assert audit.mixed == []
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlvr.config import ConfigError, MethodConfig, Params, load_params, method_config
+from rlvr.policy import HEAD_BLOCK_LOGITS
 
 GIB = 1 << 30
 
@@ -96,7 +97,7 @@ def model_shape(params: Params) -> ModelShape:
 CUDA_OVERHEAD = 3 * GIB  # CUDA context, NCCL buffers, allocator slack
 REDUCE_BUCKET = 200_000_000  # elements: DeepSpeed's reduce / all-gather bucket size (rlvr.trainer.deepspeed_config)
 VLLM_ASLEEP = 1 * GIB  # what a sleeping engine keeps (CUDA graph pools, its allocator's slack)
-HEAD_BLOCK = 1 << 27  # float32 logits per LM-head row block on a GPU (rlvr.policy._head_rows)
+HEAD_BLOCK = HEAD_BLOCK_LOGITS  # float32 logits per LM-head row block on a GPU
 
 
 def loss_call_tokens(method: MethodConfig, params: Params) -> int:

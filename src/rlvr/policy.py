@@ -38,11 +38,6 @@ class Packed:
                  for f in dataclasses.fields(self) if isinstance(getattr(self, f.name), torch.Tensor)}
         return dataclasses.replace(self, **moved)
 
-    @property
-    def tokens(self) -> int:
-        """Real (prompt and response) tokens: the work of one forward pass."""
-        return int(self.attention_mask.sum())
-
 
 def pack(prompts: list[list[int]], responses: list[list[int]], pad_id: int, group_size: int = 1) -> Packed:
     """Rows i*group_size .. (i+1)*group_size-1 must hold the same prompt."""
@@ -268,9 +263,12 @@ def _chunked(head, rows: int) -> bool:
     return getattr(head, "bias", None) is None and not hasattr(w, "ds_id") and rows * w.shape[0] > CHUNKED_ABOVE
 
 
+HEAD_BLOCK_LOGITS = 1 << 27  # float32 logits per LM-head row block on a GPU: 512 MiB (rlvr.memory counts them)
+
+
 def _head_rows(vocab: int) -> int:
     """Rows per block: ~512 MiB of float32 logits on a GPU, the CPU-cache-sized blocks elsewhere."""
-    return max(CHUNK_ROWS, (1 << 27) // vocab) if torch.cuda.is_available() else CHUNK_ROWS
+    return max(CHUNK_ROWS, HEAD_BLOCK_LOGITS // vocab) if torch.cuda.is_available() else CHUNK_ROWS
 
 
 @torch.no_grad()

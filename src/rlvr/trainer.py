@@ -35,14 +35,15 @@ from tqdm.auto import tqdm
 from rlvr import checkpoint, distributed
 from rlvr.config import MethodConfig, Params, settings_hash
 from rlvr.data.records import read_records
-from rlvr.memory import REDUCE_BUCKET
 from rlvr.groups import Collected, Group, QuestionSampler, RolloutCollector
+from rlvr.memory import REDUCE_BUCKET
 from rlvr.objectives import NEEDS, NEEDS_GRAD
 from rlvr.objectives.registry import OBJECTIVES
 from rlvr.rewards import Verifier
 from rlvr.run_files import Snapshots, StepLog
 from rlvr.step_metrics import PHASES, StepMetrics
-from rlvr.update import PolicyUpdate
+from rlvr.update import PolicyUpdate, loss_calls_per_update
+
 
 class TrainingStopped(RuntimeError):
     pass
@@ -145,10 +146,10 @@ class Trainer:
         if self.hp.kl_coef > 0:
             ref_model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype).to(self.device).eval()
             ref_model.requires_grad_(False)
-        per_update = self.t.mini_batch_questions // self.ranks.world // self.t.micro_batch_questions
         # DeepSpeed moves the model to this rank's device (set by distributed.init).
-        self.ds_engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, self.t),
-                                                  config=deepspeed_config(self.t, per_update, self.ranks.world))
+        self.ds_engine, *_ = deepspeed.initialize(
+            model=model, optimizer=adamw(model, self.t),
+            config=deepspeed_config(self.t, loss_calls_per_update(self.t, self.ranks.world), self.ranks.world))
         self.update = PolicyUpdate(self.ds_engine, OBJECTIVES[self.hp.objective], self.hp, self.t, self.pad_id,
                                    self.ranks, self.device, entropies=NEEDS.get(self.hp.objective, ()),
                                    grad_entropies=NEEDS_GRAD.get(self.hp.objective, ()), ref_model=ref_model)

@@ -65,6 +65,11 @@ def forward_tokens(groups: list[Group]) -> int:
     return sum(len(g.prompt_ids) + len(r) for g in groups for r in g.responses)
 
 
+def loss_calls_per_update(train, world: int) -> int:
+    """Loss calls per optimizer step on one rank (DeepSpeed's gradient accumulation)."""
+    return train.mini_batch_questions // world // train.micro_batch_questions
+
+
 def keep_old_logp(micro: list[Group], logp: torch.Tensor) -> None:
     """Store each response's pi_old log-probs (rows of `logp` in micro-batch order)."""
     rows = iter(logp.detach())
@@ -88,8 +93,7 @@ class PolicyUpdate:
 
     @property
     def micro_per_update(self) -> int:
-        """Loss calls per optimizer step on one rank."""
-        return self.train.mini_batch_questions // self.ranks.world // self.train.micro_batch_questions
+        return loss_calls_per_update(self.train, self.ranks.world)
 
     @property
     def measures_anchor(self) -> bool:
