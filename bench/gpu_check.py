@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import sys
 import tempfile
@@ -104,7 +105,7 @@ def check_objective_steps(device, cpu: bool) -> None:
     import deepspeed
 
     from rlvr.distributed import Ranks
-    from rlvr.objectives import NEEDS, NEEDS_GRAD
+    from rlvr.objectives import NEEDS, NEEDS_GRAD, WHOLE_GROUPS
     from rlvr.objectives.registry import OBJECTIVES
     from rlvr.step_metrics import StepMetrics
     from rlvr.trainer import PhaseTimer, adamw, deepspeed_config
@@ -112,16 +113,19 @@ def check_objective_steps(device, cpu: bool) -> None:
 
     vocab = 151936
     for label, method in recipe_methods().items():
-        t = dataclasses.replace(method.train, questions_per_step=4, responses_per_question=8 if not cpu else 4,
-                                mini_batch_questions=2, micro_batch_questions=1,
-                                max_response_tokens=16 if cpu else 256, bf16=not cpu, zero_stage=0 if cpu else 2,
-                                gradient_checkpointing=not cpu, lr=1e-4)
         hp = method.objective
+        n, longest = (4, 32 + 16) if cpu else (8, 32 + 256)
+        # token-budget calls as the recipes make them: a whole group, or about 3 responses
+        budget = n * longest if hp.objective in WHOLE_GROUPS else 3 * longest
+        t = dataclasses.replace(method.train, questions_per_step=4, responses_per_question=n,
+                                mini_batch_questions=2, max_tokens_per_call=budget,
+                                max_response_tokens=longest - 32, bf16=not cpu, zero_stage=0 if cpu else 2,
+                                gradient_checkpointing=not cpu, lr=1e-4)
         model = tiny_qwen2(vocab, device, torch.bfloat16 if t.bf16 else torch.float32)
         if t.gradient_checkpointing:
             model.gradient_checkpointing_enable()
         engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, t),
-                                          config=deepspeed_config(t, 2, 1))
+                                          config=deepspeed_config(t, 1))
         before = [p.detach().float().clone() for p in engine.module.parameters()]
         update = PolicyUpdate(engine, OBJECTIVES[hp.objective], hp, t, 0, Ranks(), device,
                               entropies=NEEDS.get(hp.objective, ()), grad_entropies=NEEDS_GRAD.get(hp.objective, ()))
@@ -137,8 +141,11 @@ def check_objective_steps(device, cpu: bool) -> None:
         finite = all(torch.isfinite(p).all().item() for p in engine.module.parameters())
         ok = row["loss"] == row["loss"] and finite and moved > 0 and row.get("skipped_updates", 0) == 0
         emit(check="objective_step", method=label, objective=hp.objective, ok=ok, loss=row["loss"], kl=row["kl"],
+             loss_calls=row["loss_calls"], pad_share=round(1 - row["train_tokens"] / row["train_padded_tokens"], 3),
              max_weight_change=moved, anchor=anchor, seconds=round(seconds, 3), peak_gib=peak_gib(device))
+        engine.destroy()  # DeepSpeed keeps references to its engines: free this one before the next
         del engine, model, update
+        gc.collect()
 
 
 def check_lm_head(device, cpu: bool) -> None:
@@ -198,21 +205,29 @@ def check_lm_head(device, cpu: bool) -> None:
 
 
 def check_loss_call(device, cpu: bool) -> None:
-    """The DisCO 1.5B recipe's largest loss call through the real architecture."""
+    """The largest loss call of the DisCO 1.5B recipe, and of DisCO 7B's
+    whole-group methods (a GPU only), through the real architecture."""
+    for recipe, name in [("disco_1.5b", "grpo")] + ([] if cpu else [("disco_7b", "disco_logl")]):
+        loss_call(device, cpu, recipe, name)
+        gc.collect()
+        reset_peak(device)
+
+
+def loss_call(device, cpu: bool, recipe: str, name: str) -> None:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from rlvr import memory
     from rlvr.config import load_params, method_config
     from rlvr.objectives.base import PolicyBatch
-    from rlvr.objectives.grpo import grpo
+    from rlvr.objectives.registry import OBJECTIVES
     from rlvr.policy import evaluate_tokens, pack
 
-    params = load_params(ROOT / "params" / "disco_1.5b.yaml")
-    method = method_config(params, "grpo")
+    params = load_params(ROOT / "params" / f"{recipe}.yaml")
+    method = method_config(params, name)
     shape = memory.KNOWN_SHAPES[params.model.source]
     t = method.train
-    n, prompt_len, response_len = t.responses_per_question, params.engine.max_model_len - t.max_response_tokens, \
-        t.max_response_tokens
+    n = memory.loss_call_tokens(method, params) // params.engine.max_model_len  # rows of the widest call
+    prompt_len, response_len = params.engine.max_model_len - t.max_response_tokens, t.max_response_tokens
     if cpu:
         shape = dataclasses.replace(shape, hidden=64, layers=2, heads=2, kv_heads=1, intermediate=128)
         n, prompt_len, response_len = 4, 16, 32
@@ -235,13 +250,13 @@ def check_loss_call(device, cpu: bool) -> None:
     out = evaluate_tokens(model, packed, t.temperature)
     batch = PolicyBatch(logp=out["logp"], old_logp=out["logp"].detach(), mask=packed.response_mask,
                         rewards=torch.tensor([float(i % 2) for i in range(n)], device=device), group_size=n)
-    grpo(batch, method.objective).loss.backward()
+    OBJECTIVES[method.objective.objective](batch, method.objective).loss.backward()
     synchronize(device)
     seconds = time.perf_counter() - t0
     measured = (torch.cuda.max_memory_allocated(device) - base) / GIB if device.type == "cuda" else None
     est = memory.budget(params, method, shape, 80 * GIB)
     grads = shape.params * 2 / GIB  # a plain backward keeps bf16 gradients (DeepSpeed buckets and shards them)
-    emit(check="loss_call", model="DeepSeek-R1-Distill-Qwen-1.5B shape" if not cpu else "tiny Qwen2",
+    emit(check="loss_call", recipe=recipe, method=name, model=f"{params.model.source} shape" if not cpu else "tiny Qwen2",
          tokens=int(packed.attention_mask.sum()), seconds=round(seconds, 3),
          peak_above_weights_gib=None if measured is None else round(measured, 3),
          estimate_activations_and_head_gib=round((est["update"]["activations"] + est["update"]["LM head"]) / GIB, 3),
@@ -258,7 +273,7 @@ def check_checkpoint(device, cpu: bool) -> None:
 
     t = TrainParams(bf16=not cpu, zero_stage=0 if cpu else 2, lr=1e-3)
     model = tiny_qwen2(1000, device, torch.bfloat16 if t.bf16 else torch.float32)
-    engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, t), config=deepspeed_config(t, 1, 1))
+    engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, t), config=deepspeed_config(t, 1))
     with tempfile.TemporaryDirectory() as tmp:
         saved = [p.detach().clone() for p in engine.module.parameters()]
         checkpoint.save(engine, Path(tmp) / "ck", {"step": 1}, Ranks())
@@ -308,6 +323,7 @@ def main() -> int:
             failed.append(name)
             emit(check=name, ok=False, error=f"{type(e).__name__}: {e}"[:2000])
         emit(check=f"{name}_done", seconds=round(time.perf_counter() - t0, 1))
+    distributed.close()
     return 1 if failed else 0
 
 

@@ -17,7 +17,7 @@ import yaml
 from rlvr import distributed
 from rlvr.config import method_config, parse_params
 from rlvr.data.prepare import prepare
-from rlvr.groups import Group
+from rlvr.groups import Group, share_unit
 from rlvr.rollout import RolloutEngine
 from rlvr.trainer import PhaseTimer, Trainer
 
@@ -30,18 +30,26 @@ METHODS = {
     "siren": {"objective": "siren", "dual_clip": 3.0, "entropy_coef": 0.5},
 }
 B, N, MINI = 4, 4, 2  # two optimizer steps per rollout step: the second one is off-policy
+# The objectives whose official grain is the mini-batch take mini-batches of one
+# question: on 2 ranks each rank trains half of its responses (rlvr.groups.
+# rows_shared), cut into token-budget calls of one or two; 1 rank makes one call
+# per group. The others keep whole-group calls of MINI questions on both.
+BINS = {"max_tokens_per_call": 40}
+MINI_BATCH_GRAIN = ("grpo", "dr_grpo", "dapo")
 
 
 def params_for(root: Path, repo: Path, world: int):
     raw = yaml.safe_load((repo / "params.yaml").read_text())
     raw["data"].update({"out_dir": str(root / "data"), "vendor_dir": str(repo / "data/vendor")})
     raw["data"]["arithmetic"].update({"levels": [1, 2], "n_train": 40, "n_test_per_level": 2})
-    raw["engine"].update({"kv_cache_gib": 1, "max_model_len": 512})
+    raw["engine"].update({"kv_cache_gib": 1, "max_model_len": 40})  # validation's longest sequence (the budget's floor)
     raw["launcher"].update({"kind": "deepspeed" if world > 1 else "python", "procs_per_node": world})
     raw["train"].update({"steps": 1, "questions_per_step": B, "responses_per_question": N,
                          "mini_batch_questions": MINI, "micro_batch_questions": 1, "max_response_tokens": 12,
                          "lr": 1e-4, "bf16": False, "zero_stage": 0})
-    raw["methods"] = METHODS
+    raw["methods"] = {name: {**m, **({"mini_batch_questions": 1, **(BINS if world > 1 else {})}
+                                     if name in MINI_BATCH_GRAIN else {})}
+                      for name, m in METHODS.items()}
     return parse_params(raw)
 
 
@@ -82,7 +90,8 @@ def main():
             (out / f"sample_rank{ranks.rank}.json").write_text(json.dumps(
                 {"ids": [g.record.id for g in got], "responses": [g.responses for g in got]}))
         else:
-            mine = ranks.share(fixed_groups(tr.tokenizer, tr.sampler.records), MINI)
+            unit = share_unit(tr.t, ranks.world)
+            mine = ranks.share(fixed_groups(tr.tokenizer, tr.sampler.records), unit)
             row = tr.step(0, groups=copy.deepcopy(mine))
             if ranks.main:
                 weights = torch.cat([p.detach().flatten() for p in tr.ds_engine.module.parameters()])

@@ -1,4 +1,5 @@
 import copy
+from pathlib import Path
 
 import pytest
 import yaml
@@ -82,3 +83,55 @@ def test_auto_precision_follows_the_hardware(monkeypatch, fast, dtype):
     assert raw["model"]["dtype"] == "auto"  # the caller's dict is untouched
     explicit = resolve_auto({"model": {"dtype": "float16"}, "train": {"bf16": False}})
     assert explicit == {"model": {"dtype": "float16"}, "train": {"bf16": False}}
+
+
+RECIPES = sorted((Path(__file__).resolve().parents[1] / "params").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("ranks", [1, 8])
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
+def test_every_recipe_validates_on_one_gpu_and_one_node(recipe, ranks):
+    from rlvr.config import method_config
+
+    raw = yaml.safe_load(recipe.read_text())
+    raw["launcher"].update({"procs_per_node": ranks, "nodes": 1, "kind": "deepspeed" if ranks > 1 else "python"})
+    params = parse_params(raw)
+    for name in raw["methods"]:
+        method_config(params, name)  # raises ConfigError, listing every problem
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
+def test_every_recipe_validates_on_two_nodes(recipe, tmp_path):
+    from rlvr.config import method_config
+
+    raw = yaml.safe_load(recipe.read_text())
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("node-a slots=8\nnode-b slots=8\n")
+    raw["launcher"].update({"procs_per_node": 8, "nodes": 2, "kind": "deepspeed", "hostfile": str(hostfile)})
+    params = parse_params(raw)
+    for name in raw["methods"]:
+        method_config(params, name)
+
+
+def test_a_token_budget_below_one_item_is_reported(raw):
+    raw = copy.deepcopy(raw)
+    raw["train"]["max_tokens_per_call"] = 10
+    raw["methods"] = {"g": {"objective": "grpo"}, "d": {"objective": "disco"}}
+    with pytest.raises(ConfigError) as e:
+        parse_params(raw)
+    text = str(e.value)
+    assert "'methods.g': train.max_tokens_per_call (10) must hold one sequence" in text
+    assert "'methods.d': train.max_tokens_per_call (10) must hold a whole group" in text
+
+
+def test_a_mini_batch_smaller_than_the_ranks_needs_response_shares(raw):
+    raw = copy.deepcopy(raw)
+    raw["launcher"].update({"procs_per_node": 4, "kind": "deepspeed"})
+    raw["train"].update({"questions_per_step": 8, "mini_batch_questions": 2, "max_tokens_per_call": 2048})
+    raw["engine"]["max_model_len"] = 256
+    raw["methods"] = {"g": {"objective": "grpo"}, "d": {"objective": "disco"}}
+    with pytest.raises(ConfigError) as e:
+        parse_params(raw)
+    text = str(e.value)
+    assert "'methods.d': train.mini_batch_questions (2) must be a multiple of the number of ranks (4" in text
+    assert "methods.g" not in text  # grpo shares the responses: 2 x 8 over 4 ranks

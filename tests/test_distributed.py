@@ -43,10 +43,16 @@ def one_step(tmp_path_factory, tiny_model):
 @pytest.mark.parametrize("name", list(METHODS))
 def test_two_ranks_make_the_one_rank_update(one_step, tiny_model, name):
     """2 ranks x B/2 questions = 1 rank x B questions: same weights, same metrics.
+    For grpo, dr_grpo and dapo a mini-batch is one question, so the 2 ranks
+    share its responses, and cut their halves into token-budget calls of one
+    or two responses while 1 rank makes one call per group (dist_worker): the
+    mini-batch totals make the cut irrelevant.
 
     Tolerance: the two updates differ by less than 1e-3 of the update itself
-    (float32; gradients are summed in another order across ranks) and by at
-    most 2e-6 on any weight (lr 1e-4)."""
+    (float32; gradients are summed in another order across ranks and calls)
+    and by at most 1e-5 on any weight, a tenth of the lr: Adam divides by
+    sqrt(v), so where a weight's gradient is near 0 another summation order
+    moves its step by a visible part of the lr (3.6e-6 seen with token bins)."""
     from transformers import AutoModelForCausalLM
 
     start = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
@@ -55,7 +61,7 @@ def test_two_ranks_make_the_one_rank_update(one_step, tiny_model, name):
     two = torch.load(one_step / "w2" / f"{name}_w2.pt")
     update, diff = (one["weights"] - w0).norm(), one["weights"] - two["weights"]
     assert update > 0
-    assert diff.norm() / update < 1e-3 and diff.abs().max().item() < 2e-6
+    assert diff.norm() / update < 1e-3 and diff.abs().max().item() < 1e-5
     for key in ("loss", "kl", "reward_mean", "accuracy", "entropy", "topp_entropy", "response_length",
                 "zero_variance_groups"):
         assert two["row"][key] == pytest.approx(one["row"][key], rel=1e-4, abs=1e-7), key

@@ -41,11 +41,17 @@ def test_more_tokens_per_call_need_more_memory_and_the_error_names_the_setting()
     method = method_config(params, "grpo")
     shape = memory.KNOWN_SHAPES[params.model.source]
     small = memory.budget(params, method, shape, 80 * GIB)
-    method.train.micro_batch_questions = 4
+    method.train.max_tokens_per_call = 4 * 73_728
     large = memory.budget(params, method, shape, 80 * GIB)
     assert large["update_total"] > small["update_total"] + 40 * GIB
     found = memory.problems(params, method, large, 80 * GIB)
-    assert len(found) == 1 and "train.micro_batch_questions" in found[0] and "294,912 tokens" in found[0]
+    assert len(found) == 1 and "train.max_tokens_per_call" in found[0] and "294,912 tokens" in found[0]
+    method.train.max_tokens_per_call = 0  # whole groups by count: 4 groups of 8 x 9,216 tokens, the same call
+    method.train.micro_batch_questions = 4
+    by_count = memory.budget(params, method, shape, 80 * GIB)
+    assert by_count["tokens"] == large["tokens"]
+    # a budget may be all response tokens (short prompts), so its LM-head estimate is the larger
+    assert large["update_total"] - 1 * GIB < by_count["update_total"] <= large["update_total"]
     params.engine.gpu_memory_utilization = 0.95
     found = memory.problems(params, method, memory.budget(params, method, shape, 80 * GIB), 80 * GIB)
     assert any("engine.gpu_memory_utilization" in f for f in found)

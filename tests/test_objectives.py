@@ -7,7 +7,7 @@ import torch
 
 from rlvr.config import ObjectiveParams
 from rlvr.objectives import NAMES, NEEDS, NEEDS_GRAD
-from rlvr.objectives.base import PolicyBatch, group_advantages, policy_kl, seq_mean, token_mean
+from rlvr.objectives.base import MiniBatchTotals, PolicyBatch, group_advantages, policy_kl, seq_mean, token_mean
 from rlvr.objectives.disco import disco, scores
 from rlvr.groups import overlong_penalty
 from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er, grpo_rw, reweighted_advantages
@@ -112,20 +112,20 @@ def test_dapo_dual_clip_caps_negative_advantages():
     assert capped == pytest.approx((-1.28 - 0.9 + 3.0) * A / 3, rel=1e-5)
 
 
-def test_dapo_token_norm_makes_split_batches_one_token_mean():
-    # Two loss calls over one batch: averaging (sum_i / token_norm) over the calls, with token_norm the
-    # mean tokens per call, is the batch's token mean; averaging each call's own token mean is not.
+def test_dapo_mini_batch_totals_make_split_batches_one_token_mean():
+    # Two loss calls over one batch: adding (sum_i / total tokens) over the calls is the batch's token
+    # mean; averaging each call's own token mean is not.
     torch.manual_seed(0)
     logp = torch.randn(4, 3)
     mask = torch.tensor([[1.0, 1, 1], [1, 0, 0], [1, 1, 0], [1, 0, 0]])
     rewards = torch.tensor([1.0, 0, 0, 1])
     whole = dapo(PolicyBatch(logp, torch.zeros(4, 3), mask, rewards, 2), hp()).loss
-    norm = mask.sum().item() / 2
+    totals = MiniBatchTotals(responses=4, tokens=mask.sum().item(), groups=2)
     halves = [dapo(PolicyBatch(logp[i:i + 2], torch.zeros(2, 3), mask[i:i + 2], rewards[i:i + 2], 2,
-                               token_norm=norm), hp()).loss for i in (0, 2)]
+                               totals=totals), hp()).loss for i in (0, 2)]
     own = [dapo(PolicyBatch(logp[i:i + 2], torch.zeros(2, 3), mask[i:i + 2], rewards[i:i + 2], 2), hp()).loss
            for i in (0, 2)]
-    assert (sum(halves) / 2).item() == pytest.approx(whole.item(), rel=1e-6)
+    assert sum(halves).item() == pytest.approx(whole.item(), rel=1e-6)
     assert (sum(own) / 2).item() != pytest.approx(whole.item(), rel=1e-3)
 
 

@@ -349,7 +349,8 @@ class TrainParams:
     questions_per_step: int = 8  # B
     responses_per_question: int = 4  # n
     mini_batch_questions: int = 4  # questions per optimizer step; B / this = updates per rollout step
-    micro_batch_questions: int = 2  # questions per loss call (all n responses of each)
+    micro_batch_questions: int = 2  # questions per loss call (all n responses of each), when max_tokens_per_call is 0
+    max_tokens_per_call: int = 0  # > 0: loss calls are bins of at most this many tokens per GPU (rlvr.loss_calls)
     epochs_per_step: int = 1
     max_response_tokens: int = 96
     temperature: float = 1.0
@@ -436,6 +437,55 @@ def method_config(params: Params, name: str) -> MethodConfig:
     return MethodConfig(name, train, obj)
 
 
+def check_rank_shares(where: str, t: TrainParams, o: ObjectiveParams, world: int, problems: list[str]) -> None:
+    """Each rank takes an equal share of every mini-batch: whole questions, or,
+    with token-budget calls and an objective that needs no whole group, an
+    equal slice of its responses (rlvr.groups.rows_shared)."""
+    import math
+
+    from rlvr.objectives import WHOLE_GROUPS
+
+    m, n, ranks = t.mini_batch_questions, t.responses_per_question, f"the number of ranks ({world} = " \
+        "launcher.procs_per_node x launcher.nodes)"
+    if m < 1:
+        return  # reported with questions_per_step
+    whole = t.max_tokens_per_call <= 0 or o.objective in WHOLE_GROUPS
+    if m % world == 0:
+        if t.max_tokens_per_call <= 0 and (t.micro_batch_questions < 1 or (m // world) % t.micro_batch_questions):
+            problems.append(f"'train.micro_batch_questions' ({t.micro_batch_questions}) must divide each rank's "
+                            f"share of a mini-batch (mini_batch_questions / ranks = {m // world})")
+    elif whole:
+        why = (f"{o.objective} needs a question's responses in one loss call" if o.objective in WHOLE_GROUPS
+               else "loss calls of whole questions (train.max_tokens_per_call: 0)")
+        problems.append(f"'{where}': train.mini_batch_questions ({m}) must be a multiple of {ranks}: {why}")
+    elif (m * n) % world or t.questions_per_step % math.lcm(m, world):
+        problems.append(f"'{where}': the ranks share each mini-batch's responses, so mini_batch_questions x "
+                        f"responses_per_question ({m * n}) must be a multiple of {ranks}, and "
+                        f"questions_per_step ({t.questions_per_step}) of {math.lcm(m, world)}")
+
+
+def check_token_budget(where: str, t: TrainParams, o: ObjectiveParams, params: Params,
+                       problems: list[str]) -> None:
+    """A loss call must hold its smallest item: one sequence of up to
+    engine.max_model_len tokens, or a whole group of them for the objectives
+    that need whole groups (rlvr.loss_calls)."""
+    from rlvr.objectives import WHOLE_GROUPS
+
+    if t.max_tokens_per_call < 0:
+        problems.append(f"'train.max_tokens_per_call' must be >= 0 (0: micro_batch_questions groups per call), "
+                        f"got {t.max_tokens_per_call}")
+    if t.max_tokens_per_call <= 0:
+        return
+    whole = o.objective in WHOLE_GROUPS
+    need = params.engine.max_model_len * (t.responses_per_question if whole else 1)
+    if t.max_tokens_per_call < need:
+        what = (f"a whole group ({t.responses_per_question} x engine.max_model_len {params.engine.max_model_len}; "
+                f"{o.objective} needs a question's responses in one call)" if whole
+                else f"one sequence (engine.max_model_len {params.engine.max_model_len})")
+        problems.append(f"'{where}': train.max_tokens_per_call ({t.max_tokens_per_call}) must hold {what}: "
+                        f"set it to at least {need}")
+
+
 def check_method(name: str, t: TrainParams, o: ObjectiveParams, params: Params, problems: list[str]) -> None:
     from rlvr.objectives import NAMES
 
@@ -448,15 +498,8 @@ def check_method(name: str, t: TrainParams, o: ObjectiveParams, params: Params, 
     if t.mini_batch_questions < 1 or t.questions_per_step % max(t.mini_batch_questions, 1):
         problems.append(f"'train.mini_batch_questions' ({t.mini_batch_questions}) must divide "
                         f"'train.questions_per_step' ({t.questions_per_step})")
-    world = params.launcher.world
-    per_rank = t.mini_batch_questions // world if t.mini_batch_questions % world == 0 else 0
-    if per_rank == 0:
-        problems.append(f"'train.mini_batch_questions' ({t.mini_batch_questions}) must be a multiple of the "
-                        f"number of ranks ({world} = launcher.procs_per_node x launcher.nodes): "
-                        "each rank takes an equal share of every mini-batch")
-    elif t.micro_batch_questions < 1 or per_rank % t.micro_batch_questions:
-        problems.append(f"'train.micro_batch_questions' ({t.micro_batch_questions}) must divide each rank's "
-                        f"share of a mini-batch (mini_batch_questions / ranks = {per_rank})")
+    check_rank_shares(where, t, o, params.launcher.world, problems)
+    check_token_budget(where, t, o, params, problems)
     if t.max_response_tokens >= params.engine.max_model_len:
         problems.append(f"'train.max_response_tokens' ({t.max_response_tokens}) must be below "
                         f"'engine.max_model_len' ({params.engine.max_model_len}), which must hold the prompt too")

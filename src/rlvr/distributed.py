@@ -103,6 +103,15 @@ def all_sum(values: list[float]) -> list[float]:
     return t.tolist()
 
 
+def all_max(value: int) -> int:
+    """The largest `value` of any rank, on every rank."""
+    if not _active():
+        return value
+    t = torch.tensor([float(value)], device=_device())
+    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+    return int(t.item())
+
+
 def any_rank(flag: bool) -> bool:
     """True on every rank if it is true on any (e.g. a stop signal one rank got)."""
     if not _active():
@@ -115,6 +124,12 @@ def any_rank(flag: bool) -> bool:
 def barrier() -> None:
     if _active():
         torch.distributed.barrier()
+
+
+def close() -> None:
+    """Leave the process group (torch asks for it before exit; NCCL may hang otherwise)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 def _device() -> torch.device:

@@ -5,10 +5,18 @@ Every rank walks the same global question order; each step takes the next B
 questions of it and each rank keeps its share (rlvr.distributed.Ranks.share).
 DAPO's dynamic sampling refills the global batch: groups are gathered from all
 ranks, filtered on accuracy, and the kept ones dealt out again.
+
+Questions are dealt out a mini-batch at a time, so each rank samples its
+share of every mini-batch and trains on it. A mini-batch of fewer questions
+than ranks (SIREN's 8 on 16 GPUs) is shared by its responses instead: the
+ranks sample whole groups of larger units, then every rank gets every group
+(`training_groups`) and trains on its slice of each mini-batch's responses
+(rlvr.update).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -29,7 +37,7 @@ class Group:
     truncated: list[bool]
     rewards: list[float]  # shaped rewards the objective sees
     correct: list[bool]  # verifier result
-    old_logp: list[torch.Tensor] | None = None
+    old_logp: list[torch.Tensor | None] | None = None  # per response, once the update measured it
 
     @property
     def informative(self) -> bool:
@@ -80,6 +88,26 @@ def shaped_rewards(correct: list[bool], lengths: list[int], hp, max_len: int) ->
     return rewards.tolist()
 
 
+def rows_shared(train, world: int) -> bool:
+    """The ranks share a mini-batch's responses, not its questions."""
+    return train.mini_batch_questions % world != 0
+
+
+def share_unit(train, world: int) -> int:
+    """Questions dealt out together over the ranks: a mini-batch, or the
+    smallest run of whole mini-batches that the ranks split evenly."""
+    m = train.mini_batch_questions
+    return m if m % world == 0 else math.lcm(m, world)
+
+
+def training_groups(mine: list[Group], train, ranks: distributed.Ranks) -> list[Group]:
+    """The groups this rank's update reads: its own, or, when the ranks share
+    responses, every rank's in global order (each rank trains its slice)."""
+    if not rows_shared(train, ranks.world):
+        return mine
+    return _unshare(distributed.gather(mine), share_unit(train, ranks.world) // ranks.world)
+
+
 @dataclass
 class Collected:
     groups: list[Group]  # this rank's share of the step's B groups
@@ -96,23 +124,23 @@ class RolloutCollector:
         self.t, self.hp, self.sampler, self.ranks = train, hp, sampler, ranks
 
     def collect(self, timer) -> Collected:
-        B, M = self.t.questions_per_step, self.t.mini_batch_questions
+        B, U = self.t.questions_per_step, share_unit(self.t, self.ranks.world)
         if not self.hp.dynamic_sampling:
-            groups, tokens = self.rollout(self.ranks.share(self.sampler.next(B), M), timer)
+            groups, tokens = self.rollout(self.ranks.share(self.sampler.next(B), U), timer)
             return Collected(groups, tokens, 1)
         kept, leftover, tokens, rounds = [], [], 0, 0
         for rounds in range(1, self.hp.dynamic_sampling_rounds + 2):
-            # Round the refill up to whole mini-batches so it splits evenly over the ranks.
-            need = -(-(B - len(kept)) // M) * M
-            mine, n_tok = self.rollout(self.ranks.share(self.sampler.next(need), M), timer)
+            # Round the refill up to whole units so it splits evenly over the ranks.
+            need = -(-(B - len(kept)) // U) * U
+            mine, n_tok = self.rollout(self.ranks.share(self.sampler.next(need), U), timer)
             tokens += n_tok
-            fresh = _unshare(distributed.gather(mine), M // self.ranks.world)
+            fresh = _unshare(distributed.gather(mine), U // self.ranks.world)
             kept += [g for g in fresh if g.informative]
             leftover += [g for g in fresh if not g.informative]
             if len(kept) >= B:
                 break
         batch = (kept + leftover)[:B]  # still short after the last round: the last all-equal groups fill it
-        return Collected(self.ranks.share(batch, M), tokens, rounds)
+        return Collected(self.ranks.share(batch, U), tokens, rounds)
 
     def rollout(self, records: list[Record], timer) -> tuple[list[Group], int]:
         with timer("rollout"):

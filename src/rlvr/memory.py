@@ -101,11 +101,21 @@ HEAD_BLOCK = HEAD_BLOCK_LOGITS  # float32 logits per LM-head row block on a GPU
 
 
 def loss_call_tokens(method: MethodConfig, params: Params) -> int:
-    """Tokens of the largest loss call: every response at the maximum length,
-    after the longest prompt the engine admits (max_model_len holds both)."""
+    """Tokens of the largest loss call, padding included: the token budget
+    (train.max_tokens_per_call), or micro_batch_questions whole groups of
+    sequences as long as the engine admits (max_model_len holds prompt and response)."""
     t = method.train
-    prompt = max(params.engine.max_model_len - t.max_response_tokens, 0)
-    return t.micro_batch_questions * t.responses_per_question * (prompt + t.max_response_tokens)
+    if t.max_tokens_per_call > 0:
+        return t.max_tokens_per_call
+    return t.micro_batch_questions * t.responses_per_question * params.engine.max_model_len
+
+
+def loss_call_response_tokens(method: MethodConfig, params: Params) -> int:
+    """Response tokens of the largest loss call (at most all of its tokens)."""
+    t = method.train
+    if t.max_tokens_per_call > 0:
+        return t.max_tokens_per_call
+    return t.micro_batch_questions * t.responses_per_question * t.max_response_tokens
 
 
 def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: float) -> dict:
@@ -127,7 +137,7 @@ def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: f
     }
     resident = sum(rows.values())
     tokens = loss_call_tokens(method, params)
-    response_tokens = t.micro_batch_questions * t.responses_per_question * t.max_response_tokens
+    response_tokens = loss_call_response_tokens(method, params)
     h, i, kv = shape.hidden, shape.intermediate, shape.kv_dim
     # One decoder layer's saved activations per token: bf16 norm outputs, q, k, v,
     # rotated q/k, attention output, MLP gate/up/activation/product, and the two
@@ -141,8 +151,8 @@ def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: f
     head = ((6 if differentiable else 3) * HEAD_BLOCK * 4  # float32 blocks and their autograd intermediates
             + 3 * response_tokens * h * 4  # response hidden states, their gradient, the float32 log-probs
             + shape.vocab * h * 4)  # the head's float32 gradient accumulator
-    rows_per_call = t.micro_batch_questions * t.responses_per_question
-    mask = rows_per_call * (tokens // max(rows_per_call, 1)) ** 2  # the padded calls' boolean attention mask
+    # the padded call's boolean attention mask, rows x width^2: largest with the widest rows
+    mask = tokens * params.engine.max_model_len
     update = {"buckets": 2 * REDUCE_BUCKET * b, "activations": activations, "attention mask": mask,
               "LM head": head, "vLLM asleep": VLLM_ASLEEP}
     rollout = {"vLLM": params.engine.gpu_memory_utilization * gpu_bytes}
@@ -163,8 +173,8 @@ def problems(params: Params, method: MethodConfig, est: dict, gpu_bytes: float) 
     if est["update_total"] > gpu_bytes:
         out.append(f"methods.{name}: the update needs {est['update_total'] / GIB:.1f} GiB of {gib:.0f}: its "
                    f"largest loss call holds {est['tokens']:,} tokens ({est['update']['activations'] / GIB:.1f} GiB "
-                   "of activations); lower train.micro_batch_questions or train.max_response_tokens, or turn on "
-                   "train.gradient_checkpointing")
+                   "of activations); lower train.max_tokens_per_call (or train.micro_batch_questions without it) or "
+                   "train.max_response_tokens, or turn on train.gradient_checkpointing")
     return out
 
 

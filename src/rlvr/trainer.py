@@ -35,14 +35,14 @@ from tqdm.auto import tqdm
 from rlvr import checkpoint, distributed
 from rlvr.config import MethodConfig, Params, settings_hash
 from rlvr.data.records import read_records
-from rlvr.groups import Collected, Group, QuestionSampler, RolloutCollector
+from rlvr.groups import Collected, Group, QuestionSampler, RolloutCollector, training_groups
 from rlvr.memory import REDUCE_BUCKET
 from rlvr.objectives import NEEDS, NEEDS_GRAD
 from rlvr.objectives.registry import OBJECTIVES
 from rlvr.rewards import Verifier
 from rlvr.run_files import Snapshots, StepLog
 from rlvr.step_metrics import PHASES, StepMetrics
-from rlvr.update import PolicyUpdate, loss_calls_per_update
+from rlvr.update import PolicyUpdate
 
 
 class TrainingStopped(RuntimeError):
@@ -68,11 +68,15 @@ def warmup_lr(step: int, lr: float, warmup_steps: int) -> float:
     return lr if warmup_steps <= 0 else lr * min(1.0, step / warmup_steps)
 
 
-def deepspeed_config(t, grad_accum: int, world: int) -> dict:
+def deepspeed_config(t, world: int) -> dict:
     return {
-        "train_micro_batch_size_per_gpu": 1,  # one micro-batch = whole groups, sized by the trainer
-        "gradient_accumulation_steps": grad_accum,
-        "train_batch_size": grad_accum * world,
+        # The trainer sizes its loss calls (rlvr.loss_calls) and owns the
+        # accumulation boundary: a mini-batch's number of calls follows its
+        # lengths, so DeepSpeed steps the optimizer when told (engine.step()).
+        "train_micro_batch_size_per_gpu": 1,
+        "gradient_accumulation_steps": 1,
+        "train_batch_size": world,
+        "managed_gradient_accumulation": False,
         "gradient_clipping": t.grad_clip,
         # buckets sized as rlvr.memory counts them (DeepSpeed's default is 5e8 elements)
         "zero_optimization": {"stage": t.zero_stage, "reduce_bucket_size": REDUCE_BUCKET,
@@ -149,7 +153,7 @@ class Trainer:
         # DeepSpeed moves the model to this rank's device (set by distributed.init).
         self.ds_engine, *_ = deepspeed.initialize(
             model=model, optimizer=adamw(model, self.t),
-            config=deepspeed_config(self.t, loss_calls_per_update(self.t, self.ranks.world), self.ranks.world))
+            config=deepspeed_config(self.t, self.ranks.world))
         self.update = PolicyUpdate(self.ds_engine, OBJECTIVES[self.hp.objective], self.hp, self.t, self.pad_id,
                                    self.ranks, self.device, entropies=NEEDS.get(self.hp.objective, ()),
                                    grad_entropies=NEEDS_GRAD.get(self.hp.objective, ()), ref_model=ref_model)
@@ -238,8 +242,8 @@ class Trainer:
         for g in self.ds_engine.optimizer.param_groups:
             g["lr"] = lr
         self.vllm.sleep()  # frees the GPU memory vLLM holds (KV cache, weights) for the update
-        self.anchor, self.old_pass_groups = self.update.run(collected.groups, self.sampler.position, self.anchor,
-                                                            metrics, timer)
+        self.anchor, self.old_pass_groups = self.update.run(training_groups(collected.groups, self.t, self.ranks),
+                                                            self.sampler.position, self.anchor, metrics, timer)
         with timer("weight_push"):
             self._push_weights()  # wakes the engine with the new weights
         metrics.add_groups(collected.groups)

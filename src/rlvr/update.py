@@ -22,8 +22,10 @@ import random
 import torch
 
 from rlvr import distributed
-from rlvr.groups import Group
-from rlvr.objectives.base import PolicyBatch, policy_kl
+from rlvr.groups import Group, rows_shared
+from rlvr.loss_calls import Row, plan_calls, row_tokens, rows_of
+from rlvr.objectives import WHOLE_GROUPS
+from rlvr.objectives.base import MiniBatchTotals, PolicyBatch, policy_kl
 from rlvr.objectives.siren import anchor_value
 from rlvr.policy import ENTROPIES, Packed, evaluate_tokens, pack
 from rlvr.step_metrics import StepMetrics
@@ -56,31 +58,35 @@ class EntropyMeter:
         return weighted / rows
 
 
-def response_tokens(groups: list[Group]) -> int:
-    return sum(len(r) for g in groups for r in g.responses)
+def response_tokens(rows: list[Row]) -> int:
+    return sum(len(g.responses[i]) for g, i in rows)
 
 
-def forward_tokens(groups: list[Group]) -> int:
-    """Real tokens one forward pass over `groups` reads (a prompt per response)."""
-    return sum(len(g.prompt_ids) + len(r) for g in groups for r in g.responses)
+def forward_tokens(rows: list[Row]) -> int:
+    """Real tokens one forward pass over `rows` reads (a prompt per response)."""
+    return sum(row_tokens(r) for r in rows)
 
 
-def loss_calls_per_update(train, world: int) -> int:
-    """Loss calls per optimizer step on one rank (DeepSpeed's gradient accumulation)."""
-    return train.mini_batch_questions // world // train.micro_batch_questions
+def old_logp_of(row: Row) -> torch.Tensor | None:
+    g, i = row
+    return None if g.old_logp is None else g.old_logp[i]
 
 
-def keep_old_logp(micro: list[Group], logp: torch.Tensor) -> None:
-    """Store each response's pi_old log-probs (rows of `logp` in micro-batch order)."""
-    rows = iter(logp.detach())
-    for g in micro:
-        g.old_logp = [next(rows)[: len(r)].clone() for r in g.responses]
+def keep_old_logp(rows: list[Row], logp: torch.Tensor) -> None:
+    """Store each row's pi_old log-probs (`logp`'s rows in `rows`' order)."""
+    for (g, i), lp in zip(rows, logp.detach()):
+        if g.old_logp is None:
+            g.old_logp = [None] * len(g.responses)
+        g.old_logp[i] = lp[: len(g.responses[i])].clone()
 
 
 class PolicyUpdate:
     """One rank's update: `engine` is DeepSpeed's (or anything with `.module`,
-    `.backward(loss)` and `.step()`, stepping the optimizer every
-    `micro_per_update` calls); `loss_fn(batch, hp)` the objective."""
+    `.backward(loss, scale_wrt_gas=False)` and `.step()`), stepped once per
+    mini-batch after its loss calls (rlvr.loss_calls): the caller owns the
+    accumulation boundary, since the number of calls varies with the lengths;
+    `loss_fn(batch, hp)` the objective, returning its call's share of the
+    mini-batch loss."""
 
     def __init__(self, engine, loss_fn, hp, train, pad_id: int, ranks: distributed.Ranks, device: torch.device,
                  entropies=(), grad_entropies=(), ref_model=None):
@@ -88,34 +94,46 @@ class PolicyUpdate:
         self.pad_id, self.ranks, self.device = pad_id, ranks, device
         self.entropies, self.grad_entropies = set(entropies), set(grad_entropies)
         self.ref_model = ref_model
+        # loss calls of whole groups: by micro_batch_questions, or the objective needs them
+        self.whole_groups = train.max_tokens_per_call <= 0 or hp.objective in WHOLE_GROUPS
         self.topp = {"top_p": hp.entropy_top_p, "top_k": hp.entropy_top_k}
         self.reuse_first_forward = True  # False: a separate pi_old pass for every group (tests compare the two)
-
-    @property
-    def micro_per_update(self) -> int:
-        return loss_calls_per_update(self.train, self.ranks.world)
 
     @property
     def measures_anchor(self) -> bool:
         return "topp_entropy" in self.entropies
 
-    def micro_batches(self, groups: list[Group]) -> list[list[Group]]:
-        m = self.train.micro_batch_questions
-        return [groups[i : i + m] for i in range(0, len(groups), m)]
+    def mini_batches(self, order: list[Group]) -> list[list[Row]]:
+        """This rank's rows of each mini-batch of `order`: its groups of each
+        (order holds this rank's share), or, when the ranks share responses
+        (rlvr.groups.rows_shared), its slice of each mini-batch's rows (order
+        holds every group)."""
+        world, rank, m = self.ranks.world, self.ranks.rank, self.train.mini_batch_questions
+        if not rows_shared(self.train, world):
+            return [rows_of(order[i : i + m // world]) for i in range(0, len(order), m // world)]
+        out = []
+        for i in range(0, len(order), m):
+            rows = rows_of(order[i : i + m])
+            part = len(rows) // world
+            out.append(rows[rank * part : (rank + 1) * part])
+        return out
 
-    def packed(self, groups: list[Group]) -> Packed:
+    def packed(self, rows: list[Row]) -> Packed:
         """The loss call's batch, packed on the CPU and moved to the rank's
-        device: the one place where training data leaves the host."""
-        prompts = [g.prompt_ids for g in groups for _ in g.responses]
-        responses = [r for g in groups for r in g.responses]
-        return pack(prompts, responses, self.pad_id, group_size=self.train.responses_per_question).to(self.device)
+        device: the one place where training data leaves the host. Whole
+        groups share their prompt's forward pass (rlvr.policy)."""
+        n = self.train.responses_per_question
+        whole = self.whole_groups and len(rows) % n == 0 and all(i == k % n for k, (_, i) in enumerate(rows))
+        return pack([g.prompt_ids for g, _ in rows], [g.responses[i] for g, i in rows], self.pad_id,
+                    group_size=n if whole else 1).to(self.device)
 
     def epoch_orders(self, groups: list[Group], position: int) -> list[list[Group]]:
-        """The order of this rank's groups in each epoch. The first epoch keeps
-        the sampled order, so the ranks' mini-batches are the one-rank
-        mini-batches split (rlvr.distributed.Ranks.share); later epochs
-        reshuffle each rank's share."""
-        rng = random.Random(self.train.seed + position + 7919 * self.ranks.rank)
+        """The order of the groups in each epoch. The first epoch keeps the
+        sampled order, so the ranks' mini-batches are the one-rank mini-batches
+        split (rlvr.distributed.Ranks.share); later epochs reshuffle each rank's
+        share, or all groups alike on every rank when the ranks share responses."""
+        own = 0 if rows_shared(self.train, self.ranks.world) else self.ranks.rank
+        rng = random.Random(self.train.seed + position + 7919 * own)
         orders = [groups[:]]
         for _ in range(1, self.train.epochs_per_step):
             order = groups[:]
@@ -123,100 +141,121 @@ class PolicyUpdate:
             orders.append(order)
         return orders
 
-    def old_pass_groups(self, groups: list[Group], first_order: list[Group], anchor_pending: bool) -> list[Group]:
-        """Groups whose pi_old log-probs need a forward pass of their own: all
+    def old_pass_rows(self, first_epoch: list[list[Row]], anchor_pending: bool) -> list[Row]:
+        """Rows whose pi_old log-probs need a forward pass of their own: all
         but the first mini-batch's, or all of them on SIREN's first step (its
         anchor is over every rollout of the step and must exist before the first loss)."""
-        if anchor_pending or not self.reuse_first_forward:
-            return groups
-        on_policy = {id(g) for g in first_order[: self.train.mini_batch_questions // self.ranks.world]}
-        return [g for g in groups if id(g) not in on_policy]
+        skip = 0 if anchor_pending or not self.reuse_first_forward else 1
+        return [r for mb in first_epoch[skip:] for r in mb]
 
     @torch.no_grad()
-    def old_logprobs(self, groups: list[Group], meter: EntropyMeter) -> None:
-        """pi_old's log-probs of `groups`, and their entropies into `meter`."""
-        for micro in self.micro_batches(groups):
-            packed = self.packed(micro)
+    def old_logprobs(self, rows: list[Row], meter: EntropyMeter) -> None:
+        """pi_old's log-probs of `rows`, and their entropies into `meter`."""
+        for rows in plan_calls(rows, self.train, self.whole_groups, agree=False):
+            packed = self.packed(rows)
             out = evaluate_tokens(self.engine.module, packed, self.train.temperature, entropies=ENTROPIES,
                                   topp=self.topp)
-            meter.add(out, packed.response_mask, response_tokens(micro))
-            keep_old_logp(micro, out["logp"])
+            meter.add(out, packed.response_mask, response_tokens(rows))
+            keep_old_logp(rows, out["logp"])
 
-    def policy_batch(self, micro: list[Group], packed: Packed, out: dict, token_norm: float,
+    def policy_batch(self, rows: list[Row], packed: Packed, out: dict, totals: MiniBatchTotals,
                      anchor: float | None) -> PolicyBatch:
         old = torch.zeros_like(out["logp"])
-        for i, lp in enumerate(lp for g in micro for lp in g.old_logp):
-            old[i, : lp.numel()] = lp
+        for k, row in enumerate(rows):
+            lp = old_logp_of(row)
+            old[k, : lp.numel()] = lp
         ref = None
         if self.ref_model is not None:
             with torch.no_grad():
                 ref = evaluate_tokens(self.ref_model, packed, self.train.temperature)["logp"]
         return PolicyBatch(
             logp=out["logp"], old_logp=old, mask=packed.response_mask,
-            rewards=torch.tensor([r for g in micro for r in g.rewards], device=self.device),
+            rewards=torch.tensor([g.rewards[i] for g, i in rows], device=self.device),
             group_size=self.train.responses_per_question,
+            group_rewards=torch.tensor([g.rewards for g, _ in rows], device=self.device),
             max_response_len=max(self.train.max_response_tokens, packed.response_ids.shape[1]),
             ref_logp=ref, entropy=out.get("entropy"), topp_entropy=out.get("topp_entropy"),
-            entropy_anchor=anchor, token_norm=token_norm,
+            entropy_anchor=anchor, totals=totals,
         )
 
-    def token_norms(self, mini_batches: list[list[list[Group]]]) -> list[float]:
-        """Per optimizer step: real tokens of the whole mini-batch (all ranks)
-        per loss call, the divisor of a token-level mean (DAPO)."""
-        local = [float(sum(response_tokens(micro) for micro in mb)) for mb in mini_batches]
-        calls = self.micro_per_update * self.ranks.world
-        return [max(n, 1.0) / calls for n in distributed.all_sum(local)]
+    def mini_batch_totals(self, mini_batches: list[list[Row]]) -> list[MiniBatchTotals]:
+        """Per optimizer step: its responses, real response tokens and groups
+        on all ranks, what the objectives' batch-level means divide by."""
+        local = []
+        for rows in mini_batches:
+            local += [float(len(rows)), float(response_tokens(rows)),
+                      float(len(rows)) / self.train.responses_per_question]
+        summed = distributed.all_sum(local)
+        return [MiniBatchTotals(responses=max(summed[j], 1.0), tokens=max(summed[j + 1], 1.0),
+                                groups=max(summed[j + 2], 1.0)) for j in range(0, len(summed), 3)]
 
     def run(self, groups: list[Group], position: int, anchor: float | None, metrics: StepMetrics,
             timer) -> tuple[float | None, int]:
         """The whole update of one rollout step. Returns SIREN's anchor (measured
         on its first step) and how many groups had a pi_old pass of their own."""
-        orders = self.epoch_orders(groups, position)
+        epochs = [self.mini_batches(order) for order in self.epoch_orders(groups, position)]
         pending = self.measures_anchor and anchor is None
         meter = EntropyMeter(keep_for_anchor=pending)
-        separate = self.old_pass_groups(groups, orders[0], pending)
+        separate = self.old_pass_rows(epochs[0], pending)
         with timer("old_logprobs"):
             self.old_logprobs(separate, meter)
             if pending:
                 anchor = meter.anchor(self.hp.peak_quantile)
         with timer("update"):
-            self._loss_calls(orders, meter, metrics, anchor)
+            self._loss_calls([mb for epoch in epochs for mb in epoch], meter, metrics, anchor)
         metrics.add_entropies(meter.sums, meter.tokens)
-        return anchor, len(separate)
+        return anchor, len({id(g) for g, _ in separate})
 
-    def _loss_calls(self, orders: list[list[Group]], meter: EntropyMeter, metrics: StepMetrics,
+    def _loss_calls(self, mini_batches: list[list[Row]], meter: EntropyMeter, metrics: StepMetrics,
                     anchor: float | None) -> None:
-        """epochs x mini-batches; the engine steps the optimizer at each mini-batch boundary."""
-        per_update = self.micro_per_update
-        mini_batches = [self.micro_batches(order)[i : i + per_update]
-                        for order in orders for i in range(0, len(self.micro_batches(order)), per_update)]
-        skipped, calls = 0, 0
-        for mb, token_norm in zip(mini_batches, self.token_norms(mini_batches)):
-            for micro in mb:
-                packed = self.packed(micro)
-                on_policy = micro[0].old_logp is None  # pi_theta is still pi_old: measure it here
-                if on_policy and calls >= per_update:
-                    raise RuntimeError("old log-probs missing after an optimizer step")
-                out = evaluate_tokens(self.engine.module, packed, self.train.temperature,
-                                      entropies=ENTROPIES if on_policy else self.entropies,
-                                      grad_entropies=self.grad_entropies, topp=self.topp)
-                if on_policy:
-                    meter.add(out, packed.response_mask, response_tokens(micro))
-                    keep_old_logp(micro, out["logp"])
-                batch = self.policy_batch(micro, packed, out, token_norm, anchor)
-                result = self.loss_fn(batch, self.hp)
-                metrics.totals["train_tokens"] += float(forward_tokens(micro))
-                if bool(torch.isfinite(result.loss)):  # the one host sync of a loss call
-                    self.engine.backward(result.loss)
-                else:
-                    # A non-finite loss never reaches the weights: back-propagate an
-                    # exact zero instead, so DeepSpeed's accumulation stays consistent.
-                    skipped += 1
-                    self.engine.backward(sum(p.sum() for p in self.engine.module.parameters()) * 0.0)
-                self.engine.step()
-                with torch.no_grad():
-                    kl = policy_kl(batch.logp, batch.old_logp, batch.mask)
-                metrics.add_loss_call({"kl": kl, "loss": result.loss.detach(), **result.metrics})
-                calls += 1
+        """Each mini-batch's loss calls, then one optimizer step."""
+        skipped, steps = 0, 0
+        for mb, totals in zip(mini_batches, self.mini_batch_totals(mini_batches)):
+            for rows in plan_calls(mb, self.train, self.whole_groups):
+                skipped += self._loss_call(rows, totals, meter, metrics, anchor, first_update=steps == 0)
+            self.engine.step()
+            steps += 1
         metrics.totals["skipped_updates"] += skipped
         metrics.maxima["skipped_step"] = float(skipped > 0)
+
+    def _loss_call(self, rows: list[Row], totals: MiniBatchTotals, meter: EntropyMeter, metrics: StepMetrics,
+                   anchor: float | None, first_update: bool) -> int:
+        """Forward, loss and backward of one call; returns 1 if its loss was
+        not finite (then an exact zero is back-propagated instead)."""
+        if not rows:  # this rank has fewer rows than calls: take part in the gradient reduction only
+            self._backward_zero()
+            return 0
+        packed = self.packed(rows)
+        on_policy = old_logp_of(rows[0]) is None  # pi_theta is still pi_old: measure it here
+        if on_policy and not first_update:
+            raise RuntimeError("old log-probs missing after an optimizer step")
+        out = evaluate_tokens(self.engine.module, packed, self.train.temperature,
+                              entropies=ENTROPIES if on_policy else self.entropies,
+                              grad_entropies=self.grad_entropies, topp=self.topp)
+        if on_policy:
+            meter.add(out, packed.response_mask, response_tokens(rows))
+            keep_old_logp(rows, out["logp"])
+        batch = self.policy_batch(rows, packed, out, totals, anchor)
+        result = self.loss_fn(batch, self.hp)
+        metrics.totals["train_tokens"] += float(forward_tokens(rows))
+        metrics.totals["train_padded_tokens"] += float(packed.input_ids.numel())
+        metrics.totals["loss_calls"] += 1.0
+        skipped = 0
+        if bool(torch.isfinite(result.loss)):  # the one host sync of a loss call
+            # DeepSpeed averages gradients over the ranks; the calls' shares add
+            # up to the mini-batch's loss over all ranks, so undo the average.
+            self.engine.backward(result.loss * self.ranks.world, scale_wrt_gas=False)
+        else:
+            skipped = 1
+            self._backward_zero()
+        with torch.no_grad():
+            kl = policy_kl(batch.logp, batch.old_logp, batch.mask)
+        tokens = float(response_tokens(rows))
+        metrics.add("kl", kl * tokens, tokens)  # over the step's tokens, however they were cut into calls
+        metrics.add("loss", result.loss.detach(), batch.share)  # the step's mean of mini-batch losses
+        metrics.add_loss_call(result.metrics)
+        return skipped
+
+    def _backward_zero(self) -> None:
+        """An exact zero gradient: the call still takes part in ZeRO's reduction."""
+        self.engine.backward(sum(p.sum() for p in self.engine.module.parameters()) * 0.0, scale_wrt_gas=False)

@@ -1,8 +1,15 @@
 """What every objective shares: the batch it sees, masked reductions, advantages.
 
-Shapes: N = G * n responses (G questions, n responses each, a question's
-responses contiguous), T = padded response length. Every tensor is over
-response tokens only; `mask` is 1 for a real token and 0 for padding.
+Shapes: N responses (rows), T = padded response length. Every tensor is over
+response tokens only; `mask` is 1 for a real token and 0 for padding. A batch
+is one loss call: whole groups (G questions x n responses, a question's
+responses contiguous) or, for objectives that need no whole group, any rows,
+each carrying its group's rewards (`group_rewards`) for its advantage.
+
+A loss call returns its share of the mini-batch's loss: batch-level means
+divide by the mini-batch's totals over every call and rank (`totals`), so the
+calls of an optimizer step add up to the same loss however the mini-batch is
+cut into calls and ranks. Without `totals` the batch is the whole mini-batch.
 """
 
 from __future__ import annotations
@@ -12,6 +19,15 @@ from dataclasses import dataclass, field
 import torch
 
 
+@dataclass(frozen=True)
+class MiniBatchTotals:
+    """An optimizer step's counts over all its loss calls on every rank."""
+
+    responses: float
+    tokens: float  # real response tokens
+    groups: float  # questions; only whole-group objectives read it
+
+
 @dataclass
 class PolicyBatch:
     logp: torch.Tensor  # [N, T] log pi_theta of the sampled tokens (carries grad)
@@ -19,12 +35,38 @@ class PolicyBatch:
     mask: torch.Tensor  # [N, T] float, 1 = real response token
     rewards: torch.Tensor  # [N]
     group_size: int  # n
+    group_rewards: torch.Tensor | None = None  # [N, n] each row's group's rewards; None: rows are whole groups
     max_response_len: int = 0  # Dr. GRPO's constant normalizer
     ref_logp: torch.Tensor | None = None  # [N, T] frozen reference (GRPO's optional KL)
     entropy: torch.Tensor | None = None  # [N, T] full-vocabulary entropy (carries grad)
     topp_entropy: torch.Tensor | None = None  # [N, T] SIREN's top-p entropy (carries grad)
     entropy_anchor: float | None = None  # SIREN's H_anchor
-    token_norm: float | None = None  # token-mean divisor per loss call (DAPO); None: this batch's own count
+    totals: MiniBatchTotals | None = None  # the mini-batch's counts; None: this batch is the mini-batch
+
+    @property
+    def total_responses(self) -> float:
+        return self.totals.responses if self.totals is not None else float(self.mask.shape[0])
+
+    @property
+    def total_tokens(self) -> float | torch.Tensor:
+        return self.totals.tokens if self.totals is not None else self.mask.sum().clamp(min=1)
+
+    @property
+    def total_groups(self) -> float:
+        return self.totals.groups if self.totals is not None else float(self.mask.shape[0] // self.group_size)
+
+    @property
+    def share(self) -> float:
+        """This call's share of the mini-batch's responses: the weight of a term
+        the official code takes per loss call (SIREN's anchor term, DisCO's KL
+        hinge), as verl weighs a micro-batch's loss by its rows."""
+        return self.mask.shape[0] / self.total_responses
+
+    def group_rows(self) -> torch.Tensor:
+        """[N, n]: the rewards of each row's group."""
+        if self.group_rewards is not None:
+            return self.group_rewards
+        return self.rewards.view(-1, self.group_size).repeat_interleave(self.group_size, dim=0)
 
 
 @dataclass
@@ -49,34 +91,50 @@ def seq_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return masked_sum(x, mask, -1) / mask.sum(-1).clamp(min=1)
 
 
-def seq_mean_then_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """GRPO's aggregation: mean over a response's tokens, then over responses."""
-    return seq_mean(x, mask).mean()
+def seq_mean_then_mean(x: torch.Tensor, mask: torch.Tensor, responses: float | None = None) -> torch.Tensor:
+    """GRPO's aggregation: mean over a response's tokens, then over the
+    `responses` of the mini-batch (default: this batch's rows)."""
+    return seq_mean(x, mask).sum() / (responses if responses is not None else x.shape[0])
 
 
-def seq_sum_norm(x: torch.Tensor, mask: torch.Tensor, max_response_len: int) -> torch.Tensor:
+def seq_sum_norm(x: torch.Tensor, mask: torch.Tensor, max_response_len: int,
+                 responses: float | None = None) -> torch.Tensor:
     """verl's seq-mean-token-sum-norm (Dr. GRPO, SIREN and its baselines): the sum
     over every real token divided by the constant (number of responses * max
     response length), so a response's weight does not depend on its length and
-    padding or masked-out tokens still count in the denominator."""
+    padding or masked-out tokens still count in the denominator. `responses`:
+    the mini-batch's (default: this batch's rows)."""
     if max_response_len <= 0:
         raise ValueError("seq-mean-token-sum-norm needs max_response_len > 0")
-    return masked_sum(x, mask) / (x.shape[0] * max_response_len)
+    return masked_sum(x, mask) / ((responses if responses is not None else x.shape[0]) * max_response_len)
 
 
-def group_advantages(rewards: torch.Tensor, n: int, scale: bool = True, eps: float = 1e-6) -> torch.Tensor:
-    """A_i = r_i - mean_group(r), divided by (std_group(r) + eps) when `scale`.
+def row_advantages(rewards: torch.Tensor, group_rows: torch.Tensor, scale: bool = True,
+                   eps: float = 1e-6) -> torch.Tensor:
+    """A_i = r_i - mean_group(r), divided by (std_group(r) + eps) when `scale`;
+    `group_rows` [N, n] holds each row's group's rewards, so a row needs no
+    other row of its group in the same loss call.
 
     std is the sample std (n - 1), as in GRPO's reference code. A group whose
     rewards are all equal gets A = 0 for every member.
     """
-    g = rewards.float().view(-1, n)
-    centered = g - g.mean(dim=1, keepdim=True)
+    g = group_rows.float()
+    centered = rewards.float() - g.mean(dim=1)
     if scale:
-        std = g.std(dim=1, keepdim=True)
+        std = g.std(dim=1)
         # an all-equal group is 0 / 0: define it as 0 whatever eps is
         centered = torch.where(std > 0, centered / (std + eps), torch.zeros_like(centered))
-    return centered.reshape(-1)
+    return centered
+
+
+def group_advantages(rewards: torch.Tensor, n: int, scale: bool = True, eps: float = 1e-6) -> torch.Tensor:
+    """row_advantages for whole groups: `rewards` [G * n], a group's rows contiguous."""
+    return row_advantages(rewards, rewards.view(-1, n).repeat_interleave(n, dim=0), scale, eps)
+
+
+def advantages(batch: PolicyBatch, scale: bool = True, eps: float = 1e-6) -> torch.Tensor:
+    """The batch's per-row group advantages (whole groups or single rows)."""
+    return row_advantages(batch.rewards, batch.group_rows(), scale, eps)
 
 
 def clipped_policy_loss(logp, old_logp, adv, clip_low: float, clip_high: float, dual_clip: float | None = None):

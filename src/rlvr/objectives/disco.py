@@ -42,13 +42,16 @@ def disco(batch: PolicyBatch, hp) -> LossOutput:
     """Loss = -(1/B) sum_q J_q + (beta/2) max(0, KL - delta)^2.
 
     Autograd of the squared hinge gives beta * max(0, KL - delta) * grad KL,
-    the penalty gradient of the paper; B counts skipped questions too."""
+    the penalty gradient of the paper; B counts skipped questions too (the
+    mini-batch's, `batch.total_groups`). Needs whole groups in a call. The KL
+    hinge is taken per loss call, as the official code takes it per
+    micro-batch, and weighted by the call's share of the mini-batch."""
     s = scores(batch, hp.score).view(-1, batch.group_size)
     positive = (batch.rewards > 0.5).view(-1, batch.group_size)
     j = torch.stack([question_objective(s[q], positive[q], hp.form, hp.tau) for q in range(s.shape[0])])
     kl = policy_kl(batch.logp, batch.old_logp, batch.mask, hp.kl_estimator)
     hinge = torch.clamp(kl - hp.delta, min=0.0)
     penalty = 0.5 * hp.beta * hinge**2
-    loss = -j.mean() + penalty
+    loss = -j.sum() / batch.total_groups + batch.share * penalty
     return LossOutput(loss, {"disco_j": j.mean().detach(), "kl_penalty": penalty.detach(),
                              "kl_active": (hinge > 0).float().detach()})

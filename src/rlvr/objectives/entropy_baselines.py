@@ -16,9 +16,10 @@ Shared by all five (SIREN's setting, exp_scripts/siren.sh):
   denominator (base.seq_sum_norm).
 - "Batch" means the tensors of one loss call. In the official code that is one
   micro-batch (under dynamic batch size a 4096-token, length-balanced bin of
-  responses, not group-aware); here it is the trainer's micro-batch of whole
-  groups. Covariance centring and token budgets (Clip-Cov, KL-Cov) and the
-  80/20 batch quantile are computed per call.
+  responses, not group-aware), as it is here with `train.max_tokens_per_call`.
+  Covariance centring and token budgets (Clip-Cov, KL-Cov) and the 80/20
+  batch quantile are computed per call; the aggregation's denominator is the
+  mini-batch's (batch.total_responses).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ import torch
 from rlvr.objectives.base import (
     LossOutput,
     PolicyBatch,
+    advantages,
     clipped_policy_loss,
-    group_advantages,
     seq_sum_norm,
     token_mean,
 )
@@ -85,11 +86,11 @@ def entropy_reg(batch: PolicyBatch, hp) -> LossOutput:
     coefficient: the script's entropy_coeff = 0.005.
     """
     h = _need_entropy(batch, "entropy_reg")
-    adv = group_advantages(batch.rewards, batch.group_size, scale=False)
+    adv = advantages(batch, scale=False)
     per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
                                              dual_clip=hp.dual_clip)
-    policy = seq_sum_norm(per_token, batch.mask, batch.max_response_len)
-    bonus = seq_sum_norm(h, batch.mask, batch.max_response_len)
+    policy = seq_sum_norm(per_token, batch.mask, batch.max_response_len, batch.total_responses)
+    bonus = seq_sum_norm(h, batch.mask, batch.max_response_len, batch.total_responses)
     return LossOutput(policy - hp.entropy_coef * bonus, {
         "clip_frac": _frac(clipped, batch.mask), "entropy_bonus": bonus.detach(),
     })
@@ -115,7 +116,7 @@ def clip_cov(batch: PolicyBatch, hp, generator: torch.Generator | None = None) -
     Official values: ratio 2e-4, band (1, 5), PPO clip 0.2 (SIREN); Cui et al.'s own
     Clip-Cov scripts use clip_ratio_low/high = 1 instead.
     """
-    adv = group_advantages(batch.rewards, batch.group_size, scale=False)
+    adv = advantages(batch, scale=False)
     per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high)
     real = batch.mask > 0
     cov = token_covariance(adv, batch.logp, batch.mask)
@@ -129,7 +130,8 @@ def clip_cov(batch: PolicyBatch, hp, generator: torch.Generator | None = None) -
         cand = cand[perm.to(cand.device)]
     selected = torch.zeros_like(real)
     selected[cand[:, 0], cand[:, 1]] = True
-    loss = seq_sum_norm(per_token * (~selected).to(per_token.dtype), batch.mask, batch.max_response_len)
+    loss = seq_sum_norm(per_token * (~selected).to(per_token.dtype), batch.mask, batch.max_response_len,
+                        batch.total_responses)
     return LossOutput(loss, {
         "clip_frac": _frac(clipped, batch.mask), "cov_clip_frac": _frac(selected, batch.mask),
         "cov_candidates": band.sum().float(),
@@ -149,7 +151,7 @@ def kl_cov(batch: PolicyBatch, hp) -> LossOutput:
     Official values in SIREN: ratio 2e-4 (a fraction; Cui et al.'s 7B scripts use
     k_percent 0.2 = 2e-3, the 32B ones 2e-4), coef 1.
     """
-    adv = group_advantages(batch.rewards, batch.group_size, scale=False)
+    adv = advantages(batch, scale=False)
     log_ratio = batch.logp - batch.old_logp
     pg = -adv.unsqueeze(-1) * torch.exp(log_ratio)
     n_real = int((batch.mask > 0).sum())
@@ -160,7 +162,7 @@ def kl_cov(batch: PolicyBatch, hp) -> LossOutput:
         top = torch.topk(cov.reshape(-1), k).indices
         selected.view(-1)[top] = True
     per_token = pg + hp.kl_cov_coef * log_ratio.abs() * selected.to(pg.dtype)
-    loss = seq_sum_norm(per_token, batch.mask, batch.max_response_len)
+    loss = seq_sum_norm(per_token, batch.mask, batch.max_response_len, batch.total_responses)
     return LossOutput(loss, {
         "kl_cov_frac": _frac(selected, batch.mask),
         "abs_kl": token_mean(log_ratio.detach().abs(), batch.mask),
@@ -183,12 +185,12 @@ def entropy_adv(batch: PolicyBatch, hp) -> LossOutput:
     if hp.entropy_adv_kappa <= 0:
         raise ValueError(f"entropy_adv_kappa must be > 0, got {hp.entropy_adv_kappa}")
     h = _need_entropy(batch, "entropy_adv").detach()
-    adv = group_advantages(batch.rewards, batch.group_size, scale=False).unsqueeze(-1)
+    adv = advantages(batch, scale=False).unsqueeze(-1)
     bonus = torch.minimum(hp.entropy_adv_alpha * h, adv.abs() / hp.entropy_adv_kappa)
     shaped = adv + bonus
     per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, shaped, hp.clip_low, hp.clip_high,
                                              dual_clip=hp.dual_clip)
-    loss = seq_sum_norm(per_token, batch.mask, batch.max_response_len)
+    loss = seq_sum_norm(per_token, batch.mask, batch.max_response_len, batch.total_responses)
     return LossOutput(loss, {
         "clip_frac": _frac(clipped, batch.mask), "entropy_adv_bonus": token_mean(bonus, batch.mask).detach(),
     })
@@ -231,11 +233,11 @@ def forking_80_20(batch: PolicyBatch, hp) -> LossOutput:
     """
     h = _need_entropy(batch, "forking_80_20")
     m = forking_mask(h, batch.mask, hp.forking_top_ratio, hp.forking_scope)
-    adv = group_advantages(batch.rewards, batch.group_size, scale=False)
+    adv = advantages(batch, scale=False)
     per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
                                              dual_clip=hp.dual_clip)
     keep = batch.mask * m
-    loss = seq_sum_norm(per_token, keep, batch.max_response_len)
+    loss = seq_sum_norm(per_token, keep, batch.max_response_len, batch.total_responses)
     return LossOutput(loss, {
         "clip_frac": token_mean(clipped.float(), keep).detach(), "forking_frac": _frac(m, batch.mask),
     })

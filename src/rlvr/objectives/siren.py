@@ -14,8 +14,8 @@ import torch
 from rlvr.objectives.base import (
     LossOutput,
     PolicyBatch,
+    advantages,
     clipped_policy_loss,
-    group_advantages,
     seq_sum_norm,
     token_mean,
 )
@@ -54,19 +54,22 @@ def siren(batch: PolicyBatch, hp) -> LossOutput:
     sum over real tokens of the (dual-)clipped PPO loss with Dr. GRPO advantages,
     divided by (number of responses * max_response_len) — not a token mean
     (dp_actor.py compute_policy_loss + core_algos.py agg_loss in Linn3a/siren).
+    The regularizer is taken per loss call, the official grain (a dynamic-batch
+    bin of at most 4,096 tokens), and weighted by the call's share of the
+    mini-batch's responses, as verl weighs a bin's loss.
     """
     if batch.topp_entropy is None or batch.entropy_anchor is None:
         raise ValueError("siren needs the top-p entropy (topp_entropy) and the anchor (entropy_anchor)")
     if batch.max_response_len <= 0:
         raise ValueError("siren needs max_response_len > 0 (seq-mean-token-sum-norm)")
-    adv = group_advantages(batch.rewards, batch.group_size, scale=False)
+    adv = advantages(batch, scale=False)
     per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
                                              dual_clip=hp.dual_clip)
-    policy = seq_sum_norm(per_token, batch.mask, batch.max_response_len)
+    policy = seq_sum_norm(per_token, batch.mask, batch.max_response_len, batch.total_responses)
     m = peak_entropy_mask(batch.topp_entropy, batch.mask, hp.peak_quantile)
     agg = aggregate(batch.topp_entropy, m)
     reg = (agg - batch.entropy_anchor) ** 2
-    return LossOutput(policy + hp.entropy_coef * reg, {
+    return LossOutput(policy + hp.entropy_coef * batch.share * reg, {
         "clip_frac": token_mean(clipped.float(), batch.mask).detach(),
         "siren_entropy": agg.detach(), "siren_reg": reg.detach(),
     })

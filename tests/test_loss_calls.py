@@ -1,0 +1,108 @@
+"""How a mini-batch is cut into loss calls: the objectives whose official grain
+is the mini-batch give the same loss and gradient however the rows are cut
+(single responses, groups split across calls, any order); those the official
+code takes per call (SIREN's anchor term, DisCO's KL hinge, Clip-Cov and
+KL-Cov budgets) depend on the cut, shown on a hand-computed SIREN case."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from rlvr.config import ObjectiveParams
+from rlvr.objectives import WHOLE_GROUPS
+from rlvr.objectives.base import MiniBatchTotals, PolicyBatch
+from rlvr.objectives.registry import OBJECTIVES
+
+N_GROUPS, N, T = 3, 4, 6
+# Official grain: the mini-batch (the others are per call: see the tests below)
+MINI_BATCH_GRAIN = {
+    "grpo": {}, "grpo_kl": {"kl_coef": 0.05}, "grpo_rw": {}, "grpo_er": {"entropy_coef": 0.01},
+    "dr_grpo": {"dual_clip": 3.0}, "dapo": {"clip_high": 0.28, "dual_clip": 10.0},
+    "entropy_reg": {"entropy_coef": 0.005, "dual_clip": 3.0}, "entropy_adv": {"dual_clip": 3.0},
+    "forking_80_20": {"dual_clip": 3.0}, "disco": {"beta": 0.0},
+}
+
+
+def mini_batch(seed: int = 0) -> PolicyBatch:
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, T + 1, (N_GROUPS * N,), generator=g)
+    mask = (torch.arange(T)[None, :] < lengths[:, None]).float()
+    rewards = torch.tensor([1.0, 0, 0, 1, 0, 1, 1, 1, 0, 0, 1, 0])
+    return PolicyBatch(
+        logp=(-torch.rand(N_GROUPS * N, T, generator=g) * 2).requires_grad_(),
+        old_logp=-torch.rand(N_GROUPS * N, T, generator=g) * 2, mask=mask, rewards=rewards, group_size=N,
+        max_response_len=T, ref_logp=-torch.rand(N_GROUPS * N, T, generator=g) * 2,
+        entropy=(torch.rand(N_GROUPS * N, T, generator=g) * 3).requires_grad_(),
+    )
+
+
+def call(batch: PolicyBatch, rows: list[int]) -> PolicyBatch:
+    """The loss call holding `rows` of the mini-batch `batch`."""
+    idx = torch.tensor(rows)
+    totals = MiniBatchTotals(responses=batch.mask.shape[0], tokens=batch.mask.sum().item(),
+                             groups=batch.mask.shape[0] // batch.group_size)
+    return dataclasses.replace(
+        batch, logp=batch.logp[idx], old_logp=batch.old_logp[idx], mask=batch.mask[idx],
+        rewards=batch.rewards[idx], group_rewards=batch.group_rows()[idx], ref_logp=batch.ref_logp[idx],
+        entropy=batch.entropy[idx], totals=totals)
+
+
+def loss_and_grads(name: str, batches: list[PolicyBatch], whole: PolicyBatch, **settings):
+    hp = ObjectiveParams(objective=name.replace("grpo_kl", "grpo"), **settings)
+    fn = OBJECTIVES[hp.objective]
+    loss = sum(fn(b, hp).loss for b in batches)
+    grads = torch.autograd.grad(loss, [whole.logp, whole.entropy], allow_unused=True)
+    return loss.item(), [torch.zeros_like(whole.logp) if g is None else g for g in grads]
+
+
+@pytest.mark.parametrize("name", sorted(MINI_BATCH_GRAIN))
+def test_any_cut_of_a_mini_batch_gives_its_loss_and_gradient(name):
+    whole = mini_batch()
+    settings = MINI_BATCH_GRAIN[name]
+    ref_loss, ref_grads = loss_and_grads(name, [whole], whole, **settings)
+    if name in WHOLE_GROUPS:  # whole groups per call, in another order
+        cuts = [[4, 5, 6, 7], [8, 9, 10, 11, 0, 1, 2, 3]]
+    else:  # single responses, a group's rows spread over calls
+        perm = torch.randperm(N_GROUPS * N, generator=torch.Generator().manual_seed(1)).tolist()
+        cuts = [perm[:1], perm[1:6], perm[6:]]
+    loss, grads = loss_and_grads(name, [call(whole, rows) for rows in cuts], whole, **settings)
+    assert loss == pytest.approx(ref_loss, rel=1e-5, abs=1e-7)
+    for g, ref in zip(grads, ref_grads):
+        torch.testing.assert_close(g, ref, rtol=1e-5, atol=1e-7)
+    assert any(r.abs().sum() > 0 for r in ref_grads)  # the case carries a gradient at all
+
+
+def test_disco_takes_its_kl_hinge_per_call():
+    # DisCO's squared hinge is per loss call (the official grain): with it on, the cut matters
+    whole = mini_batch()
+    whole.old_logp = whole.logp.detach() + 0.5  # KL (mean of old - new) 0.5, far above delta: the hinge is active
+    one, _ = loss_and_grads("disco", [whole], whole, beta=1000.0)
+    two, _ = loss_and_grads("disco", [call(whole, list(range(4))), call(whole, list(range(4, 12)))], whole,
+                            beta=1000.0)
+    assert one == pytest.approx(two, rel=1e-6)  # equal KL in every call: the weighted hinges add up
+    whole.old_logp[:4] = whole.logp.detach()[:4]  # the first group's KL is 0, the rest's 0.5
+    one, _ = loss_and_grads("disco", [whole], whole, beta=1000.0)
+    two, _ = loss_and_grads("disco", [call(whole, list(range(4))), call(whole, list(range(4, 12)))], whole,
+                            beta=1000.0)
+    assert one != pytest.approx(two, rel=1e-3)
+
+
+def test_siren_anchor_term_per_bin_differs_from_per_group_by_hand():
+    """Two responses of one group, rewards equal (A = 0: the policy term is 0).
+    Top-p entropies [1 2 3 4 5] and [1 1 1 1 3]: the 0.8 quantiles are 4.2 and
+    1.4, so each keeps its last token: per-response means 5 and 3; anchor 3.
+    One call: agg = (5 + 3) / 2 = 4, reg = (4 - 3)^2 = 1.
+    One bin per response: (5 - 3)^2 * 1/2 + (3 - 3)^2 * 1/2 = 2."""
+    h = torch.tensor([[1.0, 2, 3, 4, 5], [1, 1, 1, 1, 3]])
+    batch = PolicyBatch(logp=torch.zeros(2, 5), old_logp=torch.zeros(2, 5), mask=torch.ones(2, 5),
+                        rewards=torch.ones(2), group_size=2, max_response_len=5, topp_entropy=h,
+                        entropy_anchor=3.0)
+    hp = ObjectiveParams(objective="siren", entropy_coef=1.0, dual_clip=3.0)
+    assert OBJECTIVES["siren"](batch, hp).loss.item() == pytest.approx(1.0)
+    totals = MiniBatchTotals(responses=2, tokens=10, groups=1)
+    bins = [dataclasses.replace(batch, logp=batch.logp[i:i + 1], old_logp=batch.old_logp[i:i + 1],
+                                mask=batch.mask[i:i + 1], rewards=batch.rewards[i:i + 1],
+                                group_rewards=torch.ones(1, 2), topp_entropy=h[i:i + 1], totals=totals)
+            for i in (0, 1)]
+    assert sum(OBJECTIVES["siren"](b, hp).loss.item() for b in bins) == pytest.approx(2.0)
