@@ -114,11 +114,7 @@ def all_max(value: int) -> int:
 
 def any_rank(flag: bool) -> bool:
     """True on every rank if it is true on any (e.g. a stop signal one rank got)."""
-    if not _active():
-        return flag
-    t = torch.tensor([float(flag)], device=_device())
-    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
-    return bool(t.item())
+    return bool(all_max(int(flag)))
 
 
 def barrier() -> None:
