@@ -204,20 +204,27 @@ def check_lm_head(device, cpu: bool) -> None:
         del hidden, tokens, loss
 
 
-def check_loss_call(device, cpu: bool) -> None:
-    """The largest loss call of the DisCO 1.5B recipe, and of DisCO 7B's
-    whole-group methods (a GPU only), through the real architecture."""
-    for recipe, name in [("disco_1.5b", "grpo")] + ([] if cpu else [("disco_7b", "disco_logl")]):
+# The largest loss calls measured on a GPU (the CPU runs the first at a tiny size)
+LOSS_CALLS = [("disco_1.5b", "grpo"), ("disco_7b", "disco_logl"), ("disco_8b", "disco_logl"),
+              ("siren_qwen2.5-math-7b", "siren")]
+
+
+def check_loss_call(device, cpu: bool, calls=None) -> None:
+    """The largest loss calls of the recipes in LOSS_CALLS through their real
+    architectures: the DisCO 1.5B recipe's, DisCO's whole-group calls at 7B
+    and 8B, and SIREN 7B's 4,096-token bin with the top-p entropy gradient."""
+    for recipe, name in calls or (LOSS_CALLS[:1] if cpu else LOSS_CALLS):
         loss_call(device, cpu, recipe, name)
         gc.collect()
         reset_peak(device)
 
 
 def loss_call(device, cpu: bool, recipe: str, name: str) -> None:
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
     from rlvr import memory
     from rlvr.config import load_params, method_config
+    from rlvr.objectives import NEEDS, NEEDS_GRAD
     from rlvr.objectives.base import PolicyBatch
     from rlvr.objectives.registry import OBJECTIVES
     from rlvr.policy import evaluate_tokens, pack
@@ -231,13 +238,15 @@ def loss_call(device, cpu: bool, recipe: str, name: str) -> None:
     if cpu:
         shape = dataclasses.replace(shape, hidden=64, layers=2, heads=2, kv_heads=1, intermediate=128)
         n, prompt_len, response_len = 4, 16, 32
-    cfg = Qwen2Config(vocab_size=shape.vocab, hidden_size=shape.hidden, intermediate_size=shape.intermediate,
-                      num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
-                      num_key_value_heads=shape.kv_heads, max_position_embeddings=32768,
-                      tie_word_embeddings=shape.tied, torch_dtype="bfloat16")
+    llama = "llama" in params.model.source.lower()
+    config, arch = (LlamaConfig, LlamaForCausalLM) if llama else (Qwen2Config, Qwen2ForCausalLM)
+    cfg = config(vocab_size=shape.vocab, hidden_size=shape.hidden, intermediate_size=shape.intermediate,
+                 num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
+                 num_key_value_heads=shape.kv_heads, max_position_embeddings=32768,
+                 tie_word_embeddings=shape.tied, torch_dtype="bfloat16")
     torch.manual_seed(0)
     with torch.device(device):
-        model = Qwen2ForCausalLM(cfg).to(torch.bfloat16 if not cpu else torch.float32)
+        model = arch(cfg).to(torch.bfloat16 if not cpu else torch.float32)
     model.gradient_checkpointing_enable()
     model.config.use_cache = False
     g = torch.Generator().manual_seed(1)
@@ -247,16 +256,21 @@ def loss_call(device, cpu: bool, recipe: str, name: str) -> None:
     reset_peak(device)
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     t0 = time.perf_counter()
-    out = evaluate_tokens(model, packed, t.temperature)
+    hp = method.objective
+    out = evaluate_tokens(model, packed, t.temperature, entropies=NEEDS.get(hp.objective, ()),
+                          grad_entropies=NEEDS_GRAD.get(hp.objective, ()),
+                          topp={"top_p": hp.entropy_top_p, "top_k": hp.entropy_top_k})
     batch = PolicyBatch(logp=out["logp"], old_logp=out["logp"].detach(), mask=packed.response_mask,
-                        rewards=torch.tensor([float(i % 2) for i in range(n)], device=device), group_size=n)
-    OBJECTIVES[method.objective.objective](batch, method.objective).loss.backward()
+                        rewards=torch.tensor([float(i % 2) for i in range(n)], device=device), group_size=n,
+                        max_response_len=t.max_response_tokens, entropy=out.get("entropy"),
+                        topp_entropy=out.get("topp_entropy"), entropy_anchor=1.0)
+    OBJECTIVES[hp.objective](batch, hp).loss.backward()
     synchronize(device)
     seconds = time.perf_counter() - t0
     measured = (torch.cuda.max_memory_allocated(device) - base) / GIB if device.type == "cuda" else None
     est = memory.budget(params, method, shape, 80 * GIB)
     grads = shape.params * 2 / GIB  # a plain backward keeps bf16 gradients (DeepSpeed buckets and shards them)
-    emit(check="loss_call", recipe=recipe, method=name, model=f"{params.model.source} shape" if not cpu else "tiny Qwen2",
+    emit(check="loss_call", recipe=recipe, method=name, model=f"{params.model.source} shape" if not cpu else f"tiny {arch.__name__}",
          tokens=int(packed.attention_mask.sum()), seconds=round(seconds, 3),
          peak_above_weights_gib=None if measured is None else round(measured, 3),
          estimate_activations_and_head_gib=round((est["update"]["activations"] + est["update"]["LM head"]) / GIB, 3),
