@@ -151,12 +151,12 @@ class PolicyUpdate:
     @torch.no_grad()
     def old_logprobs(self, rows: list[Row], meter: EntropyMeter) -> None:
         """pi_old's log-probs of `rows`, and their entropies into `meter`."""
-        for rows in plan_calls(rows, self.train, self.whole_groups, agree=False):
-            packed = self.packed(rows)
+        for call in plan_calls(rows, self.train, self.whole_groups, agree=False):
+            packed = self.packed(call)
             out = evaluate_tokens(self.engine.module, packed, self.train.temperature, entropies=ENTROPIES,
                                   topp=self.topp)
-            meter.add(out, packed.response_mask, response_tokens(rows))
-            keep_old_logp(rows, out["logp"])
+            meter.add(out, packed.response_mask, response_tokens(call))
+            keep_old_logp(call, out["logp"])
 
     def policy_batch(self, rows: list[Row], packed: Packed, out: dict, totals: MiniBatchTotals,
                      anchor: float | None) -> PolicyBatch:
@@ -232,8 +232,9 @@ class PolicyUpdate:
         out = evaluate_tokens(self.engine.module, packed, self.train.temperature,
                               entropies=ENTROPIES if on_policy else self.entropies,
                               grad_entropies=self.grad_entropies, topp=self.topp)
+        tokens = float(response_tokens(rows))
         if on_policy:
-            meter.add(out, packed.response_mask, response_tokens(rows))
+            meter.add(out, packed.response_mask, tokens)
             keep_old_logp(rows, out["logp"])
         batch = self.policy_batch(rows, packed, out, totals, anchor)
         result = self.loss_fn(batch, self.hp)
@@ -250,7 +251,6 @@ class PolicyUpdate:
             self._backward_zero()
         with torch.no_grad():
             kl = policy_kl(batch.logp, batch.old_logp, batch.mask)
-        tokens = float(response_tokens(rows))
         metrics.add("kl", kl * tokens, tokens)  # over the step's tokens, however they were cut into calls
         metrics.add("loss", result.loss.detach(), batch.share)  # the step's mean of mini-batch losses
         metrics.add_loss_call(result.metrics)
