@@ -135,3 +135,17 @@ def test_a_mini_batch_smaller_than_the_ranks_needs_response_shares(raw):
     text = str(e.value)
     assert "'methods.d': train.mini_batch_questions (2) must be a multiple of the number of ranks (4" in text
     assert "methods.g" not in text  # grpo shares the responses: 2 x 8 over 4 ranks
+
+
+def test_validation_needs_a_held_out_split_and_a_sane_profile(raw):
+    bad = copy.deepcopy(raw)
+    bad["train"]["eval_every"] = 5
+    bad["validation"].update({"k": 0, "max_new_tokens": 10**6})
+    with pytest.raises(ConfigError) as e:
+        parse_params(bad)
+    text = str(e.value)
+    assert "set data.validation_size" in text and "'validation' needs k >= 1" in text
+    bad = copy.deepcopy(raw)
+    bad["train"]["eval_every"] = 5
+    bad["data"]["validation_size"] = 16
+    assert parse_params(bad).data.validation_size == 16

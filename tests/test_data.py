@@ -183,3 +183,16 @@ def test_openr1_loader_takes_the_user_turn(tmp_path):
 def test_missing_mirror_file_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="Elliott/Openr1-Math-46k-8192's train split"):
         sources.load_hub("openr1_math", tmp_path)
+
+
+def test_validation_is_held_out_of_the_training_mixture():
+    from rlvr.data.prepare import hold_out
+
+    mixture = [Record(id=f"q{i}", problem=f"p{i}", answer=str(i), source="t") for i in range(40)]
+    train, val = hold_out(mixture, 8)
+    assert len(val) == 8 and len(train) == 32 and not {r.id for r in train} & {r.id for r in val}
+    assert [r.id for r in train] == [r.id for r in mixture if r not in val]  # the rest keep their order
+    assert hold_out(mixture, 8) == (train, val)  # a fixed draw: every run validates on the same problems
+    assert hold_out(mixture, 0) == (mixture, [])
+    with pytest.raises(ValueError, match="over half of the training mixture"):
+        hold_out(mixture, 21)

@@ -1,6 +1,7 @@
 """End to end: the real DAG (data -> model -> train on 2 ranks under the
 DeepSpeed launcher -> vLLM evaluate on 2 ranks -> report -> MLflow) on tiny params."""
 
+import csv
 import json
 import os
 import re
@@ -18,9 +19,11 @@ from conftest import clean_env, copy_repo
 pytestmark = pytest.mark.slow
 
 TINY = {
-    "data": {"arithmetic": {"levels": [1, 2], "n_train": 20, "n_test_per_level": 3}, "benchmarks": ["math500"]},
+    "data": {"arithmetic": {"levels": [1, 2], "n_train": 20, "n_test_per_level": 3}, "benchmarks": ["math500"],
+             "validation_size": 4},
     "engine": {"kv_cache_gib": 1, "max_model_len": 512},
     "eval": {"k": 2, "max_new_tokens": 48, "limits": {"math500": 2}},
+    "validation": {"k": 2, "max_new_tokens": 16},
     "tracking": {"log_samples": 5},
     "launcher": {"kind": "deepspeed", "procs_per_node": 2},
     "train": {"steps": 2, "questions_per_step": 2, "responses_per_question": 2, "mini_batch_questions": 2,
@@ -89,12 +92,29 @@ def test_training_ran_on_two_ranks_and_rank0_wrote_once(pipeline):
     assert (root / "runs/grpo/seed0/checkpoint/rng_rank1.pt").exists()
 
 
-def test_snapshots_are_evaluated_and_shown(pipeline):
+def test_validation_keeps_and_scores_only_the_best_checkpoint(pipeline):
     root, _ = pipeline
+    rows = list(csv.DictReader(open(root / "reports/train/grpo/seed0/steps.csv")))
+    val = {int(r["step"]): float(r["val_avg@k"]) for r in rows}
+    assert sorted(val) == [1, 2]  # eval_every 1: every step validated on the 4 held-out problems
+    best = max(val, key=lambda s: (val[s], -s))  # ties keep the earlier step
+    listed = json.loads((root / "models/grpo/seed0/snapshots.json").read_text())
+    assert [s["step"] for s in listed] == sorted({best, 2}) and listed[-1]["path"] == "."
+    assert [s["step"] for s in listed if s["best"]] == [best]
+    assert [s["validation"] for s in listed] == [val[s["step"]] for s in listed]
+    kept = sorted(p.name for p in (root / "runs/grpo/seed0/snapshots").glob("step_*"))
+    assert kept == ([] if best == 2 else ["step_000001"])  # pruned to what can still be chosen
     by_step = json.loads((root / "reports/eval/grpo/seed0/by_step.json").read_text())
-    assert sorted(by_step["steps"], key=int) == ["1", "2"]  # the step-1 snapshot and the final model
+    assert sorted(by_step["steps"], key=int) == [str(s["step"]) for s in listed]  # the full protocol on these only
+    train_rows = (root / "data/prepared/train/train.jsonl").read_text().splitlines()
+    held_out = (root / "data/prepared/train/validation.jsonl").read_text().splitlines()
+    assert len(held_out) == 4 and len(train_rows) == 20 - 4 and not set(held_out) & set(train_rows)
+    model = root / "models/grpo/seed0/model.safetensors"
+    cached = [p for p in (root / ".dvc/cache/files/md5").rglob("*") if p.stat().st_ino == model.stat().st_ino]
+    assert cached, "the trained weights should be a hard link to the DVC cache (cache.type), not a second copy"
     md = (root / "reports/results.md").read_text()
-    assert "Checkpoint evaluation: final and best snapshot" in md and "selected on the same test sets" in md
+    assert "Checkpoint selection: the final model and the best on validation" in md
+    assert "never on the test sets" in md and (root / "reports/figures/validation.png").exists()
 
 
 def test_mlflow_runs_nested_under_one_pipeline_run(pipeline):
@@ -200,7 +220,8 @@ def test_push_pull_reproduces_every_table_without_retraining(pipeline, tmp_path)
     _git(tmp_path, "clone", "-q", "-b", "main", str(origin), str(clone))
     _dvc(clone, "pull")
     assert (clone / "models/grpo/seed0/model.safetensors").exists() and not (clone / "runs").exists()
-    assert (clone / "models/grpo/seed0/snapshots/step_000001/model.safetensors").exists()  # re-evaluable
+    for snap in json.loads((clone / "models/grpo/seed0/snapshots.json").read_text()):  # re-evaluable
+        assert (clone / "models/grpo/seed0" / snap["path"] / "model.safetensors").exists()
     t0 = time.perf_counter()
     out = _dvc(clone, "repro")
     print(f"[round trip] pushed {_size(remote) / 2**20:.1f} MiB; pulled dvc repro {time.perf_counter() - t0:.1f} s")

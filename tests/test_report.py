@@ -172,18 +172,30 @@ def test_seeds_are_averaged_and_their_spread_shown(tmp_path):
     assert "(one seed)" not in md and "not the randomness of training" not in md  # two seeds: nothing to caveat
 
 
-def test_checkpoint_evaluation_table(tmp_path):
+def test_checkpoint_selection_table(tmp_path):
+    """The final model and the best on validation, both scored on the test
+    sets; the selection is the one training made, not a max over test scores."""
     write_eval(tmp_path, RUNS[0], {"a": 0, "b": 0, "c": 0})
     write_eval(tmp_path, RUNS[1], {"a": 1, "b": 1, "c": 1})
     by_step = {"settings": "x", "steps": {
-        "5": {"id": "h-5", "problems": [[2, True], [2, True], [2, True]]},
-        "10": {"id": "h-10", "problems": [[1, False], [1, False], [1, False]]}}}
+        "5": {"id": "h-5", "best": True, "validation": 0.625, "problems": [[0, False], [0, False], [2, True]]},
+        "10": {"id": "h-10", "best": False, "validation": 0.5, "problems": [[1, False], [1, False], [1, False]]}}}
     (tmp_path / RUNS[1].eval_dir / "by_step.json").write_text(json.dumps(by_step))
-    out = build_report(RUNS[:2], tmp_path, tmp_path / "reports")
+    build_report(RUNS[:2], tmp_path, tmp_path / "reports")
     md = (tmp_path / "reports/results.md").read_text()
-    assert "selected on the same test sets" in md
-    assert "| grpo | 10 | 0.500 [0.500, 0.500] | 5 | 1.000 [1.000, 1.000] |" in md
-    assert any(Path(f).name == "accuracy_vs_step.png" for f in out["figures"])
+    assert "never on the test sets" in md
+    # final: arithmetic 0.5, math500 0.5; best (step 5): arithmetic 0 and math500 1 in every resample -> 0.5
+    assert "| grpo | 10 | 0.500 [0.500, 0.500] | 5 | 0.625 | 0.500 [0.500, 0.500] |" in md
+
+
+def test_no_checkpoint_selection_without_validation(tmp_path):
+    write_eval(tmp_path, RUNS[0], {"a": 0, "b": 0, "c": 0})
+    write_eval(tmp_path, RUNS[1], {"a": 1, "b": 1, "c": 1})
+    by_step = {"settings": "x", "steps": {"10": {"id": "h-10", "best": False, "validation": None,
+                                                 "problems": [[1, False], [1, False], [1, False]]}}}
+    (tmp_path / RUNS[1].eval_dir / "by_step.json").write_text(json.dumps(by_step))
+    build_report(RUNS[:2], tmp_path, tmp_path / "reports")
+    assert "Checkpoint selection" not in (tmp_path / "reports/results.md").read_text()
 
 
 def test_per_problem_values():

@@ -298,3 +298,41 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_
     assert state["step"] == 1  # the checkpoint written when stopping
     # weights never saw a NaN
     assert all(torch.isfinite(p).all() for p in tr.ds_engine.module.parameters())
+
+
+def test_validation_keeps_only_the_best_snapshot(setup, tiny_model, tmp_path, monkeypatch):
+    """Scores 0.5, 0.7, 0.6, 0.7 at steps 1-4: step 2 is the best (a tie keeps
+    the earlier step); step 1's snapshot goes once the step-2 checkpoint holds
+    the new best; the final model's directory lists step 2 and itself."""
+    from rlvr.data.prepare import prepare
+    from rlvr.evaluation import Evaluator
+    from rlvr.trainer import Trainer
+
+    _, engine, _ = setup
+    raw = tiny_params(tmp_path, {"grpo": ALL_METHODS["grpo"]})
+    raw["data"]["validation_size"] = 4
+    raw["train"].update({"steps": 4, "eval_every": 1, "checkpoint_every": 2})
+    params = parse_params(raw)
+    prepare(params.data)
+    scores, seen = iter([0.5, 0.7, 0.6, 0.7]), []
+
+    def fake_evaluate(self, label):
+        seen.append((label, sorted({name for name, _ in self.problems}), self.profile.k))
+        return {"mean": {"avg@k": next(scores), "maj@k": 0.0, "pass@k": 1.0}}, [], []
+
+    monkeypatch.setattr(Evaluator, "evaluate", fake_evaluate)
+    snapshots_seen = []
+    monkeypatch.setattr(Trainer, "_prune_snapshots", lambda self, f=Trainer._prune_snapshots: (
+        snapshots_seen.append(sorted(p.name for p in self.snapshots.root.glob("step_*"))), f(self))[1])
+    run_dir, final = tmp_path / "runs/grpo", tmp_path / "models/grpo"
+    rows = Trainer(params, method_config(params, "grpo"), str(tiny_model), run_dir, final, vllm=engine).train()
+    assert [r["val_avg@k"] for r in rows] == [0.5, 0.7, 0.6, 0.7]
+    assert seen[0] == ("validate step 1", ["validation"], params.validation.k)
+    assert snapshots_seen == [["step_000001", "step_000002"], ["step_000002"]]  # before each prune at checkpoints
+    assert sorted(p.name for p in (run_dir / "snapshots").iterdir()) == ["step_000002"]
+    listed = json.loads((final / "snapshots.json").read_text())
+    assert [(s["step"], s["best"], s["validation"]) for s in listed] == [(2, True, 0.7), (4, False, 0.7)]
+    linked, kept = final / "snapshots/step_000002/model.safetensors", run_dir / "snapshots/step_000002/model.safetensors"
+    assert linked.stat().st_ino == kept.stat().st_ino  # a hard link: no second copy on disk
+    state = json.loads((run_dir / "checkpoint/trainer_state.json").read_text())
+    assert state["best"] == {"step": 2, "score": 0.7}

@@ -51,6 +51,7 @@ class DataParams:
     benchmarks: list[str] = field(default_factory=lambda: ["math500"])
     arithmetic: ArithmeticParams = field(default_factory=ArithmeticParams)
     hub_mirror: str | None = None  # online sets from local files in the hub's format: <dir>/<repo>/<split>.jsonl
+    validation_size: int = 0  # problems held out of the training mixture: the validation set of train.eval_every
 
     @property
     def train_dir(self) -> Path:
@@ -59,6 +60,11 @@ class DataParams:
     @property
     def eval_dir(self) -> Path:
         return Path(self.out_dir) / "eval"
+
+    @property
+    def validation_file(self) -> Path:
+        """Held out of the training mixture, beside it: what the train stage validates on."""
+        return self.train_dir / "validation.jsonl"
 
 
 PROBLEM = "{problem}"  # where the problem goes in prompt.user
@@ -101,6 +107,24 @@ class EvalParams:
     out_dir: str = "reports/eval"
     gpu_memory_utilization: float = 0.9  # vLLM's share of the GPU in evaluation, where nothing else runs there
 
+    def k_for(self, name: str) -> int:
+        return self.k_per_set.get(name, self.k)
+
+
+@dataclass
+class ValidationParams:
+    """The light profile of validation during training (train.eval_every), on
+    the problems held out of the training mixture (data.validation_size): it
+    picks the best checkpoint, which the full protocol (eval:) then scores."""
+
+    k: int = 4
+    temperature: float = 0.6
+    top_p: float = 1.0
+    max_new_tokens: int = 256
+
+    def k_for(self, name: str) -> int:
+        return self.k
+
 
 @dataclass
 class VerifierParams:
@@ -142,6 +166,7 @@ class Params:
     model: ModelParams = field(default_factory=ModelParams)
     engine: EngineParams = field(default_factory=EngineParams)
     eval: EvalParams = field(default_factory=EvalParams)
+    validation: ValidationParams = field(default_factory=ValidationParams)
     verifier: VerifierParams = field(default_factory=VerifierParams)
     tracking: TrackingParams = field(default_factory=TrackingParams)
     extra: dict = field(default_factory=dict)  # sections owned by later stages, validated there
@@ -302,6 +327,12 @@ def check_params(p: Params, problems: list[str]) -> None:
             f"'eval.max_new_tokens' ({p.eval.max_new_tokens}) leaves no room for the prompt within "
             f"'engine.max_model_len' ({p.engine.max_model_len}); raise max_model_len or lower max_new_tokens"
         )
+    v = p.validation
+    if v.k < 1 or not 0 < v.top_p <= 1 or v.temperature < 0 or not 0 < v.max_new_tokens < p.engine.max_model_len:
+        problems.append(f"'validation' needs k >= 1, top_p in (0, 1], temperature >= 0 and max_new_tokens in "
+                        f"(0, engine.max_model_len = {p.engine.max_model_len}), got {dataclasses.asdict(v)}")
+    if p.data.validation_size < 0:
+        problems.append(f"'data.validation_size' must be >= 0, got {p.data.validation_size}")
     if p.model.dtype not in ("bfloat16", "float16", "float32"):
         problems.append(f"'model.dtype' must be auto, bfloat16, float16 or float32, got '{p.model.dtype}'")
     if p.verifier.workers < 1:
@@ -363,7 +394,7 @@ class TrainParams:
     bf16: bool = True
     gradient_checkpointing: bool = False
     checkpoint_every: int = 2
-    eval_every: int = 0  # keep an HF snapshot every this many steps for evaluation (0: only the final model)
+    eval_every: int = 0  # validate every this many steps (and at the last); the best-on-validation checkpoint is kept
     max_bad_steps: int = 3  # consecutive non-finite updates before the run stops
     seed: int = 0
 
@@ -517,7 +548,10 @@ def check_method(name: str, t: TrainParams, o: ObjectiveParams, params: Params, 
     if o.forking_scope not in ("response", "batch"):
         problems.append(_unknown(f"{where}.forking_scope", o.forking_scope, ("response", "batch")))
     if t.eval_every < 0:
-        problems.append(f"'train.eval_every' must be >= 0 (0: only the final model), got {t.eval_every}")
+        problems.append(f"'train.eval_every' must be >= 0 (0: no validation, only the final model), got {t.eval_every}")
+    elif t.eval_every and params.data.validation_size < 1:
+        problems.append(f"'train.eval_every' ({t.eval_every}) validates on problems held out of the training "
+                        "mixture: set data.validation_size (e.g. 128), or eval_every: 0")
     if t.warmup_steps < 0:
         problems.append(f"'train.warmup_steps' must be >= 0, got {t.warmup_steps}")
     if o.overlong_buffer >= t.max_response_tokens:

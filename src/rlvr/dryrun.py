@@ -2,7 +2,7 @@
 
 `python -m rlvr.dryrun params/disco_1.5b.yaml` (one process per recipe: vLLM
 engines do not share a process well) runs the real prepare -> train
-(2 steps, one snapshot) -> evaluate path of every method of the recipe on a
+(2 steps, validated at each) -> evaluate path of every method of the recipe on a
 tiny random model of the recipe's architecture (Qwen2 or Llama), with the
 online data loaders fed from data/vendor/hub (rows in the hub's format). It
 shows that every setting is accepted and reaches the code that uses it
@@ -22,9 +22,10 @@ import yaml
 
 # What a dry run changes: sizes, the device, and where data and model come from.
 SIZE = {
-    "data": {"out_dir": None, "hub_mirror": "data/vendor/hub"},
+    "data": {"out_dir": None, "hub_mirror": "data/vendor/hub", "validation_size": 4},
     "engine": {"max_model_len": 512, "kv_cache_gib": 1, "enforce_eager": True},
     "eval": {"k": 2, "max_new_tokens": 16},
+    "validation": {"k": 2, "max_new_tokens": 16},
     "launcher": {"kind": "python", "procs_per_node": 1, "nodes": 1, "hostfile": None},
     "verifier": {"workers": 1},
     "train": {"steps": 2, "questions_per_step": 2, "responses_per_question": 2, "mini_batch_questions": 2,

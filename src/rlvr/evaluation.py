@@ -2,9 +2,11 @@
 
 Under the DeepSpeed launcher every rank generates and grades its share of the
 problems with its own vLLM engine; rank 0 merges them into the same outputs a
-single process writes. A trained run's snapshots (train.eval_every) are
-evaluated in the same engine, with their weights pushed in, incrementally:
-a snapshot already evaluated under the same evaluation settings is skipped.
+single process writes. A trained run's best-on-validation snapshot
+(train.eval_every) is scored in the same engine, its weights pushed in; one
+already scored under the same evaluation settings is skipped. The trainer
+validates through the same Evaluator, on the held-out problems with the
+light profile (validation:).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from rlvr import distributed
 from rlvr.atomic import write_json
-from rlvr.config import Params, settings_hash
+from rlvr.config import EvalParams, Params, ValidationParams, settings_hash
 from rlvr.data.prompts import build_prompt
 from rlvr.data.records import Record, read_records, write_jsonl
 from rlvr.metrics import mean_over, summarize
@@ -77,13 +79,17 @@ def _sample_rows(problems, completions, grades) -> list[dict]:
 
 
 class Evaluator:
-    """One vLLM engine and one verifier pool per rank, for any number of checkpoints."""
+    """One vLLM engine and one verifier pool per rank, for any number of
+    checkpoints. `sets` and `profile` default to the test sets and eval:; the
+    trainer passes the held-out validation set, validation: and its own engine."""
 
-    def __init__(self, params: Params, model_path: str, vllm=None):
+    def __init__(self, params: Params, model_path: str, vllm=None, sets: dict[str, list[Record]] | None = None,
+                 profile: EvalParams | ValidationParams | None = None):
         from rlvr.rollout import RolloutEngine
 
         self.params, self.ranks = params, distributed.ranks_from_env()
-        self.sets = eval_sets(params)
+        self.sets = eval_sets(params) if sets is None else sets
+        self.profile = params.eval if profile is None else profile
         self.problems = [(name, r) for name, recs in self.sets.items() for r in recs]
         # Alone on its GPU: the evaluation engine takes eval.gpu_memory_utilization, not training's share.
         self.vllm = vllm or RolloutEngine.from_params(model_path, params.engine, params.model.dtype,
@@ -94,15 +100,15 @@ class Evaluator:
     def settings_id(self) -> str:
         """What evaluation results depend on besides the weights."""
         p = self.params
-        return settings_hash(dataclasses.asdict(p.eval), dataclasses.asdict(p.prompt), p.data.benchmarks,
+        return settings_hash(dataclasses.asdict(self.profile), dataclasses.asdict(p.prompt), p.data.benchmarks,
                            [(n, r.id) for n, r in self.problems])
 
     def evaluate(self, label: str) -> tuple[dict, list[dict], list[dict]]:
         """Metrics, per-sample and per-problem rows of the loaded weights (on rank 0; empty elsewhere)."""
-        ev = self.params.eval
+        ev = self.profile
         mine = self.problems[self.ranks.rank :: self.ranks.world]  # strided: every rank gets every set
         prompts = [build_prompt(r.problem, self.tokenizer, self.params.prompt) for _, r in mine]
-        counts = [ev.k_per_set.get(name, ev.k) for name, _ in mine]
+        counts = [ev.k_for(name) for name, _ in mine]
         t0 = time.perf_counter()
         completions = self.vllm.generate(prompts, n=counts, temperature=ev.temperature, top_p=ev.top_p,
                                          max_tokens=ev.max_new_tokens, progress=self.ranks.main)
@@ -124,7 +130,7 @@ class Evaluator:
         verifier_counts = {k: sum(p[2][k] for p in parts) for k in parts[0][2]}
         metrics = {
             "k": ev.k,
-            "k_per_set": {name: ev.k_per_set.get(name, ev.k) for name in self.sets},
+            "k_per_set": {name: ev.k_for(name) for name in self.sets},
             "mean": mean_over({n: {k: v for k, v in m.items() if k != "levels"} for n, m in per_set.items()}),
             "benchmarks": per_set,
             "generation": _generation_stats(completions, max(p[3] for p in parts), self.vllm.start_seconds),
@@ -143,9 +149,10 @@ def _interleave(parts: list[list]) -> list:
 
 
 def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, vllm=None) -> dict:
-    """Evaluate the model and, for a trained run, each of its snapshots not yet
-    evaluated under these settings. Rank 0 writes samples.jsonl and metrics.json
-    (the final model) and by_step.json (every snapshot, the final one included)."""
+    """Evaluate the model and, for a trained run, its best-on-validation
+    snapshot unless already evaluated under these settings. Rank 0 writes
+    samples.jsonl and metrics.json (the final model) and by_step.json (the
+    snapshot and the final model, with their validation scores)."""
     from rlvr.rollout import load_safetensors
 
     model_path, out_dir = Path(model_path), Path(out_dir)
@@ -153,7 +160,7 @@ def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, 
     if vllm is not None:  # an engine passed in holds whatever it held last
         vllm.load_weights(load_safetensors(model_path))
     snapshots = _snapshots(model_path)
-    by_step = _load_by_step(out_dir / BY_STEP, evaluator.settings_id())
+    by_step = _load_by_step(out_dir / BY_STEP, evaluator.settings_id(), snapshots)
     swapped = False  # the engine holds a snapshot's weights, not the model's
     for snap in snapshots[:-1]:
         if by_step["steps"].get(str(snap["step"]), {}).get("id") == snap["id"]:
@@ -180,15 +187,19 @@ def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, 
 
 
 def _snapshots(model_path: Path) -> list[dict]:
-    """The run's snapshots, oldest first, the final model last (a base model: only itself)."""
+    """The run's best snapshot if any, the final model last (a base model: only itself)."""
     listing = model_path / SNAPSHOTS
     return json.loads(listing.read_text()) if listing.exists() else [{"step": None, "id": None, "path": "."}]
 
 
-def _load_by_step(path: Path, settings: str) -> dict:
+def _load_by_step(path: Path, settings: str, snapshots: list[dict]) -> dict:
+    """The results kept from an earlier run of the stage: those of the
+    snapshots still listed (same weights) under the same settings."""
+    listed = {(str(s["step"]), s["id"]) for s in snapshots}
     if path.exists():
         saved = json.loads(path.read_text())
         if saved.get("settings") == settings:
+            saved["steps"] = {k: v for k, v in saved["steps"].items() if (k, v.get("id")) in listed}
             return saved
     return {"settings": settings, "steps": {}}
 
@@ -200,7 +211,8 @@ def _keep(by_step: dict, snap: dict, metrics: dict, problems: list[dict], out_di
         return
     summary = {"mean": metrics["mean"], "benchmarks": {n: {k: v for k, v in m.items() if k != "levels"}
                                                        for n, m in metrics["benchmarks"].items()}}
-    by_step["steps"][str(snap["step"])] = {"id": snap["id"], **summary,
+    by_step["steps"][str(snap["step"])] = {"id": snap["id"], "best": snap.get("best", False),
+                                           "validation": snap.get("validation"), **summary,
                                            "problems": [[p["correct"], p["majority"]] for p in problems]}
     write_json(out_dir / BY_STEP, by_step)
 

@@ -41,25 +41,6 @@ def curve_figure(steps: dict[str, list[dict]], keys: list[tuple[str, str]], path
     return _save(fig, path)
 
 
-def accuracy_vs_step(curves: dict[str, list[tuple[int, float, float, float]]], metric: str, path: Path
-                     ) -> Path | None:
-    """Mean test accuracy of each method's snapshots, with the 95% interval."""
-    if not any(len(v) > 1 for v in curves.values()):
-        return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for name, pts in curves.items():
-        steps, est, lo, hi = zip(*pts)
-        ax.plot(steps, est, marker="o", label=name)
-        ax.fill_between(steps, lo, hi, alpha=0.15)
-    ax.set_xlabel("training step (snapshot)")
-    ax.set_ylabel(f"mean {metric} over benchmarks")
-    ax.set_title("checkpoint evaluation: accuracy vs step (95% interval over problems)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return _save(fig, path)
-
-
 def difficulty_figure(accuracy: dict[str, list[float]], level_gains: dict[str, dict[str, float]], metric: str,
                       path: Path) -> Path | None:
     """Left: per-question accuracy distribution per run (questions at 0% and 100%

@@ -25,7 +25,7 @@ import yaml
 from rlvr import stats
 from rlvr.atomic import write_json, write_text
 from rlvr.claims import claims_table
-from rlvr.figures import accuracy_vs_step, curve_figure, difficulty_figure
+from rlvr.figures import curve_figure, difficulty_figure
 from rlvr.runs import BASE, Run
 
 KINDS = ("avg", "pass", "maj")
@@ -219,24 +219,34 @@ def difficulty_section(results) -> str:
     return markdown(["method", "questions at 0%", "questions at 100%", "questions"], body)
 
 
-def checkpoint_curves(results, kind: str) -> dict[str, list[tuple[int, float, float, float]]]:
-    """Per method: (step, mean score, interval) of each evaluated snapshot (first seed's schedule)."""
-    curves = {}
+def selected_checkpoints(results, kind: str) -> list[list[str]]:
+    """Per trained method: the final model and the best-on-validation snapshot,
+    each scored on the test sets (mean over benchmarks, 95% interval over
+    problems, per-problem values averaged over seeds)."""
+    body = []
     for name, m in results.items():
-        if name == BASE or not any(m.by_step):
+        picks = [_final_and_best(bs) for bs in m.by_step
+                 if any(e.get("validation") is not None for e in bs.values())]  # trained with validation
+        if name == BASE or not picks:
             continue
-        steps = sorted({int(s) for bs in m.by_step for s in bs}, key=int)
-        pts = []
-        for s in steps:
-            seeds = [bs[str(s)] for bs in m.by_step if str(s) in bs]
-            vals = _snapshot_values(seeds, m, kind)
-            pts.append((s, *stats.mean_ci(list(vals.values()))))
-        curves[name] = pts
-    return curves
+        final = _snapshot_values([f for f, _ in picks], m, kind)
+        best = _snapshot_values([b for _, b in picks], m, kind)
+        val = [b.get("validation") for _, b in picks if b.get("validation") is not None]
+        body.append([name, "/".join(f["step"] for f, _ in picks), fmt(stats.mean_ci(list(final.values()))),
+                     "/".join(b["step"] for _, b in picks), f"{np.mean(val):.3f}" if val else "-",
+                     fmt(stats.mean_ci(list(best.values())))])
+    return body
+
+
+def _final_and_best(by_step: dict) -> tuple[dict, dict]:
+    """One seed's by_step.json entries (each with its "step"): the final model
+    (the last step) and the best on validation (the final one if none is marked)."""
+    entries = [dict(e, step=s) for s, e in sorted(by_step.items(), key=lambda kv: int(kv[0]))]
+    return entries[-1], next((e for e in entries if e.get("best")), entries[-1])
 
 
 def _snapshot_values(entries: list[dict], m: MethodResults, kind: str) -> dict[str, np.ndarray]:
-    """Per-problem values of one snapshot step, averaged over the seeds that have it."""
+    """Per-problem values of one checkpoint per seed, averaged over the seeds."""
     template = m.problems[0]
     per_seed = []
     for e in entries:
@@ -245,15 +255,15 @@ def _snapshot_values(entries: list[dict], m: MethodResults, kind: str) -> dict[s
     return {b: np.mean([p[b] for p in per_seed], axis=0) for b in per_seed[0]}
 
 
-def best_checkpoint_section(curves) -> str | None:
-    if not curves:
+def checkpoint_section(results, k: int) -> str | None:
+    body = selected_checkpoints(results, "avg")
+    if not body:
         return None
-    body = []
-    for name, pts in curves.items():
-        best = max(pts, key=lambda p: p[1])
-        final = pts[-1]
-        body.append([name, str(int(final[0])), fmt(final[1:]), str(int(best[0])), fmt(best[1:])])
-    return markdown(["method", "final step", "final", "best step", "best (selected on the test sets)"], body)
+    return ("The best checkpoint is chosen on validation during training (problems held out of the training "
+            "mixture, the light profile of `validation:`), never on the test sets; both are then scored with the "
+            "full protocol. Steps are per seed.\n\n"
+            + markdown(["method", "final step", f"final, test avg@{k}", "best step (validation)",
+                        "validation avg@k", f"best, test avg@{k}"], body))
 
 
 def paper_rows(paper: dict, profile: str | None, columns: list[str]) -> list[list[str]]:
@@ -339,12 +349,9 @@ def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | 
         sections.append(f"## avg@{k} per arithmetic difficulty level (mean over seeds)\n\n{levels[0]}")
     sections.append("## Difficulty bias: share of questions no sample solves / every sample solves "
                     f"(Wilson 95% intervals)\n\n{difficulty_section(results)}")
-    curves = checkpoint_curves(results, "avg")
-    best = best_checkpoint_section(curves)
-    if best:
-        sections.append(f"## Checkpoint evaluation: final and best snapshot (mean avg@{k})\n\n"
-                        "The best snapshot is selected on the same test sets it is scored on, as the DisCO paper "
-                        f"reports it: an optimistic number, shown beside the final one.\n\n{best}")
+    chosen = checkpoint_section(results, k)
+    if chosen:
+        sections.append(f"## Checkpoint selection: the final model and the best on validation\n\n{chosen}")
     claims = claims_table(results, objectives or {}, k)
     if claims:
         sections.append(f"## The papers' claims, checked on this run's data\n\n{claims}")
@@ -364,7 +371,8 @@ def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | 
                      fig_dir / "constraint.png", "trust region: DisCO's constraint and the clip"),
         difficulty_figure({n: m.accuracy_by_question() for n, m in results.items()},
                           levels[1] if levels else {}, f"avg@{k}", fig_dir / "difficulty_bias.png"),
-        accuracy_vs_step(curves, f"avg@{k}", fig_dir / "accuracy_vs_step.png"),
+        curve_figure(steps, [("val_avg@k", "validation avg@k"), ("val_maj@k", "validation maj@k")],
+                     fig_dir / "validation.png", "validation during training (problems held out of training)"),
     ) if f is not None]
     md = "# Results\n\n" + "\n\n".join(sections)
     md += "\n\n## Figures\n\n" + "\n".join(f"![{f.stem}](figures/{f.name})" for f in figures) + "\n"

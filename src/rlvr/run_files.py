@@ -1,10 +1,11 @@
 """What a training run leaves on disk besides its checkpoint: the step log
-(steps.csv) and the HF snapshots evaluated later. Rank 0 writes them.
+(steps.csv) and the best-on-validation snapshot. Rank 0 writes them.
 
 Snapshots live in runs/<run>/snapshots while training (a resumed run keeps
-them) and are hard-linked into the final model's directory at the end, so
-DVC caches and pushes them with the model at no extra disk: a teammate who
-pulled can re-evaluate every checkpoint under new evaluation settings.
+the one its checkpoint names as best; the trainer deletes the others), and
+the best one is hard-linked into the final model's directory at the end, so
+DVC caches and pushes it with the model at no extra disk: a teammate who
+pulled can re-score it under new evaluation settings.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from rlvr.atomic import atomic_file, write_json
 
-SNAPSHOTS = "snapshots.json"  # in the final model's directory: the kept snapshots and their identities
+SNAPSHOTS = "snapshots.json"  # in the final model's directory: the best snapshot and the final model
 SNAPSHOT_ID = "snapshot.json"  # in each snapshot: which run and step it is
 
 
@@ -68,15 +69,18 @@ class Snapshots:
         marker = self.dir(step) / SNAPSHOT_ID
         return marker.exists() and json.loads(marker.read_text())["id"] == self.identity(step)
 
-    def link_into(self, final_dir: Path, steps, final_step: int) -> None:
-        """Hard-link the current snapshots of `steps` into the final model's
-        directory and list them, the final model last (what evaluation reads)."""
+    def link_into(self, final_dir: Path, best: dict | None, final_step: int, validation: dict[int, float]) -> None:
+        """Hard-link the best-on-validation snapshot into the final model's
+        directory (unless the best is the final step) and list what the
+        evaluate stage scores: that snapshot, then the final model."""
         listed = []
-        for s in (s for s in steps if self.is_current(s)):
-            rel = Path("snapshots") / self.dir(s).name
-            link_tree(self.dir(s), final_dir / rel)
-            listed.append({"step": s, "id": self.identity(s), "path": str(rel)})
-        listed.append({"step": final_step, "id": self.identity(final_step), "path": "."})
+        if best and best["step"] != final_step and self.is_current(best["step"]):
+            rel = Path("snapshots") / self.dir(best["step"]).name
+            link_tree(self.dir(best["step"]), final_dir / rel)
+            listed.append({"step": best["step"], "id": self.identity(best["step"]), "path": str(rel),
+                           "validation": validation.get(best["step"]), "best": True})
+        listed.append({"step": final_step, "id": self.identity(final_step), "path": ".",
+                       "validation": validation.get(final_step), "best": bool(best) and best["step"] == final_step})
         write_json(final_dir / SNAPSHOTS, listed)
 
 

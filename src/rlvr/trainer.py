@@ -11,6 +11,11 @@ One rollout step, on every rank of a data-parallel job (one rank without a launc
      all ranks and steps the optimizer once per mini-batch
   4. the new weights pushed into this rank's vLLM engine in place
   5. metrics reduced over ranks (rlvr.step_metrics); rank 0 writes them
+  6. every train.eval_every steps and at the last: validation, the light
+     profile (validation:) on the problems held out of the training mixture,
+     in the same engine; a step that beats every earlier one is kept as an
+     HF snapshot (the best on validation), the one it beats is deleted once a
+     checkpoint records the new best
 
 Rank 0 alone writes steps.csv, MLflow, snapshots and the final model;
 checkpoints are collective.
@@ -117,6 +122,8 @@ class Trainer:
         self.bad_in_a_row = 0
         self._stop_signal = None
         self.vllm = vllm
+        self.validator = None  # an Evaluator on the held-out problems, built on the first validation
+        self.best: dict | None = None  # the best validation so far: {"step", "score"}
 
     # ---- set-up -------------------------------------------------------------
 
@@ -137,8 +144,10 @@ class Trainer:
         random.seed(rollout_seed)
         train_file = self.params.data.train_dir / "train.jsonl"
         self.sampler = QuestionSampler(read_records(train_file), self.t.seed)
+        validation = self._validation_settings(self.params.data.validation_file)
         self.hash = settings_hash(dataclasses.asdict(self.t), dataclasses.asdict(self.hp), self.model_path,
-                                  file_digest(train_file), dataclasses.asdict(self.params.prompt), self.ranks.world)
+                                  file_digest(train_file), dataclasses.asdict(self.params.prompt), self.ranks.world,
+                                  *validation)
         self.snapshots = Snapshots(self.run_dir / "snapshots", self.hash)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
@@ -167,6 +176,15 @@ class Trainer:
                                           self.hp, self.sampler, self.ranks)
         return self._resume()
 
+    def _validation_settings(self, path: Path) -> list:
+        """What the choice of the best checkpoint depends on (nothing without validation)."""
+        if not self.t.eval_every:
+            return []
+        if not path.exists():
+            raise FileNotFoundError(f"{path} not found: train.eval_every validates on problems held out of the "
+                                    "training mixture; set data.validation_size and run dvc repro prepare_data")
+        return [file_digest(path), dataclasses.asdict(self.params.validation)]
+
     def _share_cpu(self) -> None:
         """CPU ranks of one node split its cores, so they do not oversubscribe it."""
         if torch.cuda.is_available() or self.ranks.world == 1:
@@ -190,6 +208,8 @@ class Trainer:
         state = checkpoint.load(self.ds_engine, self.ckpt_dir, self.ranks)
         self.sampler.position = state["data_position"]
         self.anchor = state.get("entropy_anchor")
+        self.best = state.get("best")
+        self._prune_snapshots()
         self._truncate_steps(state["step"])
         self._push_weights()
         self._say(f"resumed from step {state['step']}")
@@ -211,15 +231,19 @@ class Trainer:
             for step in bar:
                 row = self.step(step)
                 rows.append(row)
-                self._record(row)
                 bar.set_postfix(reward=f"{row['reward_mean']:.3f}", kl=f"{row['kl']:.2e}", s=f"{row['time_total']:.0f}")
                 done = step + 1
+                improved = False
+                if self.t.eval_every and (done % self.t.eval_every == 0 or done == self.t.steps):
+                    improved = self._validate(done, row)
+                self._record(row)
                 # Every rank must stop at the same step, whichever got the signal.
                 stop = distributed.any_rank(self._stop_signal is not None)
-                if self.t.eval_every and done % self.t.eval_every == 0 and done < self.t.steps:
+                if improved and done < self.t.steps:
                     self._save_snapshot(done)  # before the checkpoint: a resumed run never lacks it
                 if done % self.t.checkpoint_every == 0 or done == self.t.steps or stop:
                     self._save(done)
+                    self._prune_snapshots()
                 if stop:
                     raise TrainingStopped(f"stopped by signal {self._stop_signal or 'on another rank'} after "
                                           f"step {done}; rerun to resume from the checkpoint")
@@ -264,6 +288,37 @@ class Trainer:
             raise TrainingStopped(f"{self.bad_in_a_row} steps in a row had non-finite losses; "
                                   "lower train.lr or check the data; a checkpoint was saved")
 
+    def _validate(self, step: int, row: dict) -> bool:
+        """Score the engine's weights (this step's, just pushed) with the
+        validation profile; adds val_* to `row`. True when the step beats
+        every earlier validation (ties keep the earlier step). Collective."""
+        if self.validator is None:
+            from rlvr.evaluation import Evaluator
+
+            held_out = read_records(self.params.data.validation_file)
+            self.validator = Evaluator(self.params, self.model_path, self.vllm, sets={"validation": held_out},
+                                       profile=self.params.validation)
+        t0 = time.perf_counter()
+        metrics, _, _ = self.validator.evaluate(f"validate step {step}")
+        mean = metrics.get("mean", {})
+        score = distributed.all_sum([mean.get("avg@k", 0.0) if self.ranks.main else 0.0])[0]  # rank 0's
+        row.update({f"val_{m}": mean[m] for m in ("avg@k", "pass@k", "maj@k") if m in mean})
+        row["time_validation"] = time.perf_counter() - t0
+        if self.best is not None and score <= self.best["score"]:
+            return False
+        self.best = {"step": step, "score": score}
+        return True
+
+    def _prune_snapshots(self) -> None:
+        """Delete the snapshots that can no longer be chosen: all but the best
+        one the last checkpoint records (a run resumed from it may need no other)."""
+        if not self.ranks.main or not self.snapshots.root.exists():
+            return
+        keep = self.snapshots.dir(self.best["step"]) if self.best else None
+        for d in self.snapshots.root.iterdir():
+            if d != keep:
+                shutil.rmtree(d, ignore_errors=True)
+
     def _push_weights(self) -> None:
         with self._full_weights() as weights:
             self.vllm.load_weights(weights)
@@ -302,7 +357,7 @@ class Trainer:
         step = step if step is not None else self._last_step()
         checkpoint.save(self.ds_engine, self.ckpt_dir, {
             "step": step, "data_position": self.sampler.position, "entropy_anchor": self.anchor,
-            "params_hash": self.hash, "method": self.method.name, "world": self.ranks.world,
+            "params_hash": self.hash, "method": self.method.name, "world": self.ranks.world, "best": self.best,
         }, self.ranks)
 
     def _last_step(self) -> int:
@@ -318,15 +373,18 @@ class Trainer:
         distributed.barrier()
 
     def _save_snapshot(self, step: int) -> None:
-        """An HF snapshot for periodic evaluation, marked with its identity."""
+        """An HF snapshot of the best step so far, marked with its identity."""
         self._save_hf(self.snapshots.dir(step))
         if self.ranks.main:
             self.snapshots.mark(step)
 
     def _save_final(self) -> None:
-        """The trained weights as a plain HF checkpoint, its snapshots linked
-        beside it, and their list (what the evaluate stage evaluates besides it)."""
+        """The trained weights as a plain HF checkpoint, the best-on-validation
+        snapshot linked beside it when it is an earlier step, and their list
+        (what the evaluate stage scores with the full protocol)."""
         self._save_hf(self.final_dir)
         if self.ranks.main:
-            steps = range(self.t.eval_every, self.t.steps, self.t.eval_every) if self.t.eval_every else []
-            self.snapshots.link_into(self.final_dir, steps, self.t.steps)
+            self.snapshots.link_into(self.final_dir, self.best, self.t.steps, self._validation_scores())
+
+    def _validation_scores(self) -> dict[int, float]:
+        return {int(r["step"]): r["val_avg@k"] for r in self.history() if "val_avg@k" in r}

@@ -7,12 +7,26 @@ every trained model, untouched.
 
 from __future__ import annotations
 
+import random
+
 from rlvr.config import DataParams
 from rlvr.data import arithmetic, sources
 from rlvr.data.records import Record, write_jsonl
 
+def hold_out(mixture: list[Record], size: int) -> tuple[list[Record], list[Record]]:
+    """(training, validation): `size` problems drawn from the mixture with a
+    fixed seed, removed from it; the rest keep their order."""
+    if size > len(mixture) // 2:
+        raise ValueError(f"data.validation_size ({size}) would hold out over half of the training mixture "
+                         f"({len(mixture)} problems): lower it")
+    picked = set(random.Random(0).sample(range(len(mixture)), size))
+    return ([r for i, r in enumerate(mixture) if i not in picked],
+            [r for i, r in enumerate(mixture) if i in picked])
+
+
 def prepare(p: DataParams) -> dict[str, int]:
-    """Write train/train.jsonl (the RL training mixture), eval/arithmetic.jsonl
+    """Write train/train.jsonl (the RL training mixture), train/validation.jsonl
+    (held out of it, with data.validation_size), eval/arithmetic.jsonl
     (held-out arithmetic) and eval/<name>.jsonl for each configured benchmark.
     Returns row counts."""
     a = p.arithmetic
@@ -29,5 +43,9 @@ def prepare(p: DataParams) -> dict[str, int]:
             mixture += sources.load_hub(name, p.hub_mirror)
         else:
             mixture += sources.load_vendored(name, p.vendor_dir)
+    mixture, validation = hold_out(mixture, p.validation_size)
     counts["train"] = write_jsonl(p.train_dir / "train.jsonl", mixture)
+    p.validation_file.unlink(missing_ok=True)
+    if validation:
+        counts["validation"] = write_jsonl(p.validation_file, validation)
     return counts
