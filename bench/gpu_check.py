@@ -277,6 +277,42 @@ def loss_call(device, cpu: bool, recipe: str, name: str) -> None:
          plain_backward_gradients_gib=round(grads, 3))
 
 
+def check_padding_free(device, cpu: bool) -> None:
+    """Padding-free loss calls (train.padding_free) against padded ones on a
+    tiny Qwen2 in the attention kernel the trainer would pick: log-probs and
+    gradients, unequal lengths; then a 16k-token row's time and memory."""
+    from rlvr.policy import attention_implementation, evaluate_tokens, pack, pack_flat
+
+    dtype = torch.bfloat16 if not cpu else torch.float32
+    attention = attention_implementation(True) or "sdpa"
+    model = tiny_qwen2(4096, device, dtype).to(device)
+    model.set_attn_implementation(attention)  # the kernel the trainer loads the model with
+    g = torch.Generator().manual_seed(0)
+    prompts = [torch.randint(10, 4096, (k,), generator=g).tolist() for k in (33, 33, 70, 12)]
+    responses = [torch.randint(10, 4096, (k,), generator=g).tolist() for k in (90, 3, 140, 0)]
+
+    def run(packed):
+        model.zero_grad()
+        out = evaluate_tokens(model, packed.to(device), 0.6)
+        (out["logp"] * packed.response_mask.to(device)).sum().backward()
+        return out["logp"].float(), [p.grad.float().clone() for p in model.parameters()]
+
+    padded, padded_grads = run(pack(prompts, responses, 0))
+    flat, flat_grads = run(pack_flat(prompts, responses, 0))
+    rel = max(((a - b).norm() / b.norm().clamp(min=1e-12)).item() for a, b in zip(flat_grads, padded_grads))
+    m = 16384 if not cpu else 512
+    rows = [torch.randint(10, 4096, (m // 8,), generator=g).tolist() for _ in range(8)]
+    reset_peak(device)
+    base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
+    t0 = time.perf_counter()
+    run(pack_flat([r[:64] for r in rows], [r[64:] for r in rows], 0))
+    synchronize(device)
+    emit(check="padding_free", attention=attention, logp_max_diff=(flat - padded).abs().max().item(),
+         grad_rel_max=rel, row_tokens=m, row_seconds=round(time.perf_counter() - t0, 3),
+         row_peak_gib=round((torch.cuda.max_memory_allocated(device) - base) / GIB, 3)
+         if device.type == "cuda" else None)
+
+
 def check_checkpoint(device, cpu: bool) -> None:
     import deepspeed
 
@@ -304,7 +340,7 @@ def check_checkpoint(device, cpu: bool) -> None:
 
 
 CHECKS = {"objective_step": check_objective_steps, "lm_head": check_lm_head, "loss_call": check_loss_call,
-          "checkpoint": check_checkpoint}
+          "padding_free": check_padding_free, "checkpoint": check_checkpoint}
 
 
 def main() -> int:

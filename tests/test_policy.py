@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from rlvr.policy import CHUNK_ROWS, evaluate_tokens, full_entropy, pack, token_logprobs
+from rlvr.policy import CHUNK_ROWS, evaluate_tokens, full_entropy, pack, pack_flat, token_logprobs
 
 
 def test_pack_layout_left_pads_prompts_and_right_pads_responses():
@@ -16,6 +16,15 @@ def test_pack_layout_left_pads_prompts_and_right_pads_responses():
     assert p.position_ids[1, 1:3].tolist() == [0, 1]  # positions start at the first real token
     assert p.response_ids.tolist() == [[1, 2, 3], [4, 0, 0]]
     assert p.response_mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+
+
+def test_padding_free_layout_by_hand():
+    p = pack_flat([[5, 6], [7]], [[1, 2, 3], [4]], pad_id=0)
+    assert p.input_ids.tolist() == [[5, 6, 1, 2, 3, 7, 4]] and p.attention_mask is None
+    assert p.position_ids.tolist() == [[0, 1, 2, 3, 4, 0, 1]]  # restarting: the sequence boundaries
+    assert p.response_ids.tolist() == [[1, 2, 3], [4, 0, 0]] and p.response_mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert p.token_index.tolist() == [0, 1, 2, 3]
+    assert p.hidden_index.tolist() == [1, 2, 3, 5]  # "6" predicts 1, "1" predicts 2, "2" predicts 3, "7" predicts 4
 
 
 def test_pack_rejects_groups_that_do_not_share_a_prompt():
@@ -106,6 +115,23 @@ def test_shared_prompt_forward_matches_the_plain_forward(model):
     assert shared_grads.keys() == plain_grads.keys()
     for name, grad in plain_grads.items():
         torch.testing.assert_close(shared_grads[name], grad, atol=1e-5, rtol=1e-3, msg=name)
+
+
+def test_padding_free_forward_matches_the_padded_one(model):
+    """One row with restarting position ids (a block-diagonal causal mask on
+    CPU) against the padded batch: same log-probs, entropies and gradients,
+    with unequal prompts, a one-token and an empty response."""
+    g = torch.Generator().manual_seed(1)
+    prompts = [torch.randint(10, 1000, (k,), generator=g).tolist() for k in (7, 7, 11, 4)]
+    responses = [torch.randint(10, 1000, (k,), generator=g).tolist() for k in (5, 1, 12, 0)]
+    padded, padded_grads = _logp_and_grad(model, pack(prompts, responses, 0))
+    flat, flat_grads = _logp_and_grad(model, pack_flat(prompts, responses, 0))
+    for key in ("logp", "entropy"):
+        assert flat[key].shape == padded[key].shape == (4, 12)
+        torch.testing.assert_close(flat[key], padded[key], atol=1e-4, rtol=1e-4)  # zeros at padding in both
+    assert flat_grads.keys() == padded_grads.keys()
+    for name, grad in padded_grads.items():
+        torch.testing.assert_close(flat_grads[name], grad, atol=1e-5, rtol=1e-3, msg=name)
 
 
 def test_padding_is_zero_and_does_not_change_real_tokens(model):

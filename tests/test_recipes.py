@@ -115,7 +115,8 @@ def test_cpu_dry_run(recipe, base_model, tmp_path):
     assert set(report["methods"]) == set(raw["methods"])
     t = raw["train"]
     for name, got in report["methods"].items():
-        assert got["steps"] == [1, 2] and got["snapshots"] == [1, 2] and got["evaluated_steps"] == [1, 2], name
+        assert got["steps"] == [1, 2] and got["snapshots"][-1] == 2, name  # validated at both, the final listed
+        assert got["evaluated_steps"] == got["snapshots"] and got["validation_k"] == raw["validation"]["k"], name
         assert got["zero_stage"] == t["zero_stage"] and got["bf16"] == t["bf16"], name
         assert got["gradient_checkpointing"] == t["gradient_checkpointing"], name
         assert got["weight_decay"] == pytest.approx(t["weight_decay"]), name

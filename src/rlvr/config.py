@@ -382,6 +382,7 @@ class TrainParams:
     mini_batch_questions: int = 4  # questions per optimizer step; B / this = updates per rollout step
     micro_batch_questions: int = 2  # questions per loss call (all n responses of each), when max_tokens_per_call is 0
     max_tokens_per_call: int = 0  # > 0: loss calls are bins of at most this many tokens per GPU (rlvr.loss_calls)
+    padding_free: bool = False  # a loss call's sequences in one row, no padding (rlvr.policy.pack_flat)
     epochs_per_step: int = 1
     max_response_tokens: int = 96
     temperature: float = 1.0

@@ -22,10 +22,10 @@ import yaml
 
 # What a dry run changes: sizes, the device, and where data and model come from.
 SIZE = {
-    "data": {"out_dir": None, "hub_mirror": "data/vendor/hub", "validation_size": 4},
+    "data": {"out_dir": None, "hub_mirror": "data/vendor/hub", "validation_size": 2},
     "engine": {"max_model_len": 512, "kv_cache_gib": 1, "enforce_eager": True},
     "eval": {"k": 2, "max_new_tokens": 16},
-    "validation": {"k": 2, "max_new_tokens": 16},
+    "validation": {"max_new_tokens": 16},
     "launcher": {"kind": "python", "procs_per_node": 1, "nodes": 1, "hostfile": None},
     "verifier": {"workers": 1},
     "train": {"steps": 2, "questions_per_step": 2, "responses_per_question": 2, "mini_batch_questions": 2,
@@ -114,6 +114,7 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
             "evaluated_steps": sorted(int(s) for s in json.loads(
                 (work / run.eval_dir / "by_step.json").read_text())["steps"]),
             "k_per_set": evaluated["metrics"]["k_per_set"],
+            "validation_k": trainer.validator.profile.k,
             "loss": [r["loss"] for r in rows],
         }
     return report

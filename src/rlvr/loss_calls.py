@@ -4,7 +4,8 @@ A row is one response of a group: `(group, i)`. By `train.max_tokens_per_call`:
 
 - 0: `micro_batch_questions` whole groups per call, in order (the CPU default);
 - N > 0: bins of at most N tokens as the forward pass sees them (rows x the
-  bin's longest prompt plus its longest response, padding included), holding
+  bin's longest prompt plus its longest response, padding included; with
+  `train.padding_free`, the sum of the rows' lengths), holding
   single responses, or whole groups for the objectives that need them
   (rlvr.objectives.WHOLE_GROUPS). verl's `ppo_max_token_len_per_gpu` with
   `use_dynamic_bsz` is the same budget.
@@ -43,16 +44,21 @@ def padded_tokens(rows: list[Row]) -> int:
     return len(rows) * (max(len(g.prompt_ids) for g, _ in rows) + max(len(g.responses[i]) for g, i in rows))
 
 
-def fill_bins(items: list[list[Row]], budget: int) -> list[list[list[Row]]]:
+def real_tokens(rows: list[Row]) -> int:
+    """Tokens a padding-free forward pass over `rows` processes."""
+    return sum(row_tokens(r) for r in rows)
+
+
+def fill_bins(items: list[list[Row]], budget: int, cost=padded_tokens) -> list[list[list[Row]]]:
     """Items (lists of rows kept together), longest first, into bins of at most
-    `budget` padded tokens. An item over the budget alone is an error: the
+    `budget` tokens by `cost`. An item over the budget alone is an error: the
     config check (rlvr.config) rules it out before training starts."""
     bins: list[list[list[Row]]] = []
     for item in sorted(items, key=lambda it: -max(row_tokens(r) for r in it)):
-        if padded_tokens(item) > budget:
-            raise ValueError(f"one loss-call item of {padded_tokens(item)} tokens exceeds "
+        if cost(item) > budget:
+            raise ValueError(f"one loss-call item of {cost(item)} tokens exceeds "
                              f"train.max_tokens_per_call ({budget})")
-        if bins and padded_tokens([r for it in bins[-1] for r in it] + item) <= budget:
+        if bins and cost([r for it in bins[-1] for r in it] + item) <= budget:
             bins[-1].append(item)
         else:
             bins.append([item])
@@ -84,6 +90,6 @@ def plan_calls(rows: list[Row], train, whole_groups: bool, agree: bool = True) -
         size = train.micro_batch_questions * n
         return [rows[i : i + size] for i in range(0, len(rows), size)]
     items = [rows[i : i + n] for i in range(0, len(rows), n)] if whole_groups else [[r] for r in rows]
-    bins = fill_bins(items, train.max_tokens_per_call)
+    bins = fill_bins(items, train.max_tokens_per_call, real_tokens if train.padding_free else padded_tokens)
     k = distributed.all_max(len(bins)) if agree else len(bins)
     return [[r for item in b for r in item] for b in split_to(bins, k)]

@@ -10,6 +10,13 @@ The n responses of a question share its prompt. When rows come in such
 groups, the prompt goes through the model once per group and its keys and
 values are repeated for the n responses (autograd sums their gradients), so
 prompt tokens cost 1/n of a plain forward.
+
+Padding-free (`pack_flat`, train.padding_free): every sequence back to back
+in one row, no padding at all, position ids restarting at 0 per sequence and
+no attention mask. Transformers reads the sequence boundaries from the
+position ids: flash-attention's varlen kernel on a GPU (verl's
+`use_remove_padding`, TRL's `padding_free`), a block-diagonal mask with
+sdpa or flex attention.
 """
 
 from __future__ import annotations
@@ -23,14 +30,15 @@ from torch.utils.checkpoint import checkpoint
 
 @dataclass
 class Packed:
-    input_ids: torch.Tensor  # [N, Lp + T]
-    attention_mask: torch.Tensor  # [N, Lp + T]
-    position_ids: torch.Tensor  # [N, Lp + T]
+    input_ids: torch.Tensor  # [N, Lp + T]; padding-free: [1, S], S the sum of the sequences' lengths
+    attention_mask: torch.Tensor | None  # [N, Lp + T]; padding-free: None
+    position_ids: torch.Tensor  # [N, Lp + T]; padding-free: [1, S], from 0 in each sequence
     response_ids: torch.Tensor  # [N, T]
     response_mask: torch.Tensor  # [N, T] float
-    prompt_len: int  # Lp
+    prompt_len: int  # Lp (padding-free: 0, unused)
     group_size: int = 1  # consecutive rows that share one prompt
     token_index: torch.Tensor | None = None  # [M] flat positions of the real response tokens in [N * T]
+    hidden_index: torch.Tensor | None = None  # padding-free: [M] positions in [S] of the states predicting them
 
     def to(self, device: torch.device) -> "Packed":
         """The same batch on `device`: the one place where a batch leaves the CPU."""
@@ -60,6 +68,49 @@ def pack(prompts: list[list[int]], responses: list[list[int]], pad_id: int, grou
     # needs no host sync, selecting them by a boolean mask does (its size).
     index = attn[:, lp:].reshape(-1).nonzero().squeeze(1)
     return Packed(ids, attn, pos, ids[:, lp:], resp_mask, lp, group_size, index)
+
+
+def pack_flat(prompts: list[list[int]], responses: list[list[int]], pad_id: int) -> Packed:
+    """The sequences concatenated into one row without padding. Response
+    tensors keep the [N, T] layout the objectives read; `hidden_index` says
+    which position's hidden state predicts each real response token."""
+    n, t = len(prompts), max(max((len(r) for r in responses), default=0), 1)
+    lengths = [len(p) + len(r) for p, r in zip(prompts, responses)]
+    ids = torch.tensor([tok for p, r in zip(prompts, responses) for tok in (*p, *r)], dtype=torch.long)
+    pos = torch.cat([torch.arange(k) for k in lengths])
+    response_ids = torch.full((n, t), pad_id, dtype=torch.long)
+    response_mask = torch.zeros((n, t))
+    predicting, start = [], 0
+    for i, (p, r) in enumerate(zip(prompts, responses)):
+        response_ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+        response_mask[i, : len(r)] = 1
+        # position start + len(p) - 1 + j (the token before response token j) predicts it
+        predicting.append(torch.arange(len(r)) + start + len(p) - 1)
+        start += lengths[i]
+    index = response_mask.reshape(-1).nonzero().squeeze(1)
+    return Packed(ids[None], None, pos[None], response_ids, response_mask, 0, 1, index, torch.cat(predicting))
+
+
+def attention_implementation(padding_free: bool) -> str | None:
+    """The attention kernel to load the model with (None: its default, sdpa).
+    Padding-free calls on a GPU need one that reads the sequence boundaries
+    from the position ids without an [S, S] mask: flash-attention 2 when
+    installed (verl, TRL), else PyTorch's flex attention (a block-sparse mask).
+    On CPU sdpa's block-diagonal mask is small enough."""
+    if not padding_free or not torch.cuda.is_available():
+        return None
+    import importlib.util
+
+    return "flash_attention_2" if importlib.util.find_spec("flash_attn") else "flex_attention"
+
+
+def _real_response_hidden(model, packed: Packed) -> torch.Tensor:
+    """Hidden states that predict the real response tokens ([M, H], in token_index order)."""
+    if packed.hidden_index is not None:  # padding-free: one row, boundaries from the position ids
+        hidden = model.base_model(input_ids=packed.input_ids, position_ids=packed.position_ids,
+                                  use_cache=False).last_hidden_state[0]
+        return hidden.index_select(0, packed.hidden_index)
+    return _response_hidden(model, packed).flatten(0, 1).index_select(0, packed.token_index)
 
 
 def _response_hidden(model, packed: Packed) -> torch.Tensor:
@@ -322,9 +373,8 @@ def evaluate_tokens(model, packed: Packed, temperature: float, entropies=(), gra
         raise ValueError(f"unknown entropies {sorted(unknown)}; choose from {ENTROPIES}")
     if "topp_entropy" in entropies and topp is None:
         raise ValueError("the top-p entropy needs topp={'top_p': ..., 'top_k': ...}")
-    index = packed.token_index
-    hidden = _response_hidden(model, packed).flatten(0, 1).index_select(0, index)  # [M, H]
-    tokens = packed.response_ids.reshape(-1).index_select(0, index)
+    hidden = _real_response_hidden(model, packed)  # [M, H]
+    tokens = packed.response_ids.reshape(-1).index_select(0, packed.token_index)
     head = model.get_output_embeddings()
     differentiable = [n for n in entropies if n in grad_entropies and torch.is_grad_enabled()]
     measured = [n for n in entropies if n not in differentiable]

@@ -84,6 +84,26 @@ class Snapshots:
         write_json(final_dir / SNAPSHOTS, listed)
 
 
+def disk_per_run(n_params: int, t) -> dict[str, float]:
+    """Bytes one training run keeps on disk, from its parameter count and
+    train: settings (TrainParams). The checkpoint holds the module weights
+    and ZeRO's float32 master copy with Adam's two moments, partitioned over
+    the ranks but the same in total; a save writes it beside the previous one.
+    Snapshots and the final model are module weights. DVC links models/ into
+    its cache (cache.type), but it copies the best snapshot, which runs/ also
+    holds. `every_snapshot` is what keeping a snapshot every eval_every steps
+    cost: each in runs/ and once more in a copying cache."""
+    model = n_params * (2 if t.bf16 else 4)
+    checkpoint = model + 12 * n_params
+    best = model if t.eval_every else 0
+    outputs = model + best  # models/<run>: the final model and the best snapshot, linked with the cache
+    steady = checkpoint + best + outputs  # + the best snapshot in runs/
+    snapshots = t.steps // t.eval_every - (t.steps % t.eval_every == 0) if t.eval_every else 0
+    return {"model": model, "checkpoint": checkpoint, "steady": steady,
+            "peak": steady + checkpoint + best,  # a save beside the old checkpoint, a new best awaiting it
+            "every_snapshot": checkpoint + 2 * model * (snapshots + 1)}
+
+
 def link_tree(src: Path, dst: Path) -> None:
     """dst as a copy of src made of hard links (a plain copy across file systems)."""
     def link(a, b):

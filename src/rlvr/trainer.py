@@ -44,6 +44,7 @@ from rlvr.groups import Collected, Group, QuestionSampler, RolloutCollector, tra
 from rlvr.memory import REDUCE_BUCKET
 from rlvr.objectives import NEEDS, NEEDS_GRAD
 from rlvr.objectives.registry import OBJECTIVES
+from rlvr.policy import attention_implementation
 from rlvr.rewards import Verifier
 from rlvr.run_files import Snapshots, StepLog
 from rlvr.step_metrics import PHASES, StepMetrics
@@ -152,12 +153,14 @@ class Trainer:
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         dtype = torch.bfloat16 if self.t.bf16 else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype)
+        attention = {"attn_implementation": attention_implementation(self.t.padding_free)}
+        model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype, **attention)
         if self.t.gradient_checkpointing:
             model.gradient_checkpointing_enable()
         ref_model = None
         if self.hp.kl_coef > 0:
-            ref_model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype).to(self.device).eval()
+            ref_model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype, **attention
+                                                             ).to(self.device).eval()
             ref_model.requires_grad_(False)
         # DeepSpeed moves the model to this rank's device (set by distributed.init).
         self.ds_engine, *_ = deepspeed.initialize(

@@ -27,7 +27,7 @@ from rlvr.loss_calls import Row, plan_calls, row_tokens, rows_of
 from rlvr.objectives import WHOLE_GROUPS
 from rlvr.objectives.base import MiniBatchTotals, PolicyBatch, policy_kl
 from rlvr.objectives.siren import anchor_value
-from rlvr.policy import ENTROPIES, Packed, evaluate_tokens, pack
+from rlvr.policy import ENTROPIES, Packed, evaluate_tokens, pack, pack_flat
 from rlvr.step_metrics import StepMetrics
 
 
@@ -122,10 +122,12 @@ class PolicyUpdate:
         """The loss call's batch, packed on the CPU and moved to the rank's
         device: the one place where training data leaves the host. Whole
         groups share their prompt's forward pass (rlvr.policy)."""
+        prompts, responses = [g.prompt_ids for g, _ in rows], [g.responses[i] for g, i in rows]
+        if self.train.padding_free:
+            return pack_flat(prompts, responses, self.pad_id).to(self.device)
         n = self.train.responses_per_question
         whole = self.whole_groups and len(rows) % n == 0 and all(i == k % n for k, (_, i) in enumerate(rows))
-        return pack([g.prompt_ids for g, _ in rows], [g.responses[i] for g, i in rows], self.pad_id,
-                    group_size=n if whole else 1).to(self.device)
+        return pack(prompts, responses, self.pad_id, group_size=n if whole else 1).to(self.device)
 
     def epoch_orders(self, groups: list[Group], position: int) -> list[list[Group]]:
         """The order of the groups in each epoch. The first epoch keeps the
