@@ -95,16 +95,16 @@ def test_a_leftover_old_copy_does_not_block_the_next_save(tmp_path):
 
 def test_disk_per_run_by_hand():
     """1e9 bf16 parameters: model 2 GB, checkpoint 2 + 12 = 14 GB. With
-    validation every 10 of 30 steps: runs/ holds the checkpoint and the best
-    snapshot, models/ the final and the best (16 + 4 = 20 GB); a save adds a
-    checkpoint and a waiting snapshot (36 GB). Keeping the snapshots of steps
+    validation every 10 of 30 steps: the checkpoint, the best snapshot (one
+    file in runs/, models/ and the cache) and the final model, 18 GB; a save
+    adds a checkpoint and a waiting snapshot (34 GB). Keeping the snapshots of steps
     10 and 20 and the final model, each in runs/ or models/ and once more in a
     copying cache: 14 + 2 x 2 x 3 = 26 GB."""
     from rlvr.config import TrainParams
     from rlvr.run_files import disk_per_run
 
     d = disk_per_run(10**9, TrainParams(steps=30, eval_every=10, bf16=True))
-    assert {k: v / 1e9 for k, v in d.items()} == {"model": 2, "checkpoint": 14, "steady": 20, "peak": 36,
+    assert {k: v / 1e9 for k, v in d.items()} == {"model": 2, "checkpoint": 14, "steady": 18, "peak": 34,
                                                   "every_snapshot": 26}
     d = disk_per_run(10**9, TrainParams(steps=30, eval_every=0, bf16=False))  # float32, no validation
     assert {k: v / 1e9 for k, v in d.items()} == {"model": 4, "checkpoint": 16, "steady": 20, "peak": 36,

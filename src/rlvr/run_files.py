@@ -89,15 +89,14 @@ def disk_per_run(n_params: int, t) -> dict[str, float]:
     train: settings (TrainParams). The checkpoint holds the module weights
     and ZeRO's float32 master copy with Adam's two moments, partitioned over
     the ranks but the same in total; a save writes it beside the previous one.
-    Snapshots and the final model are module weights. DVC links models/ into
-    its cache (cache.type), but it copies the best snapshot, which runs/ also
-    holds. `every_snapshot` is what keeping a snapshot every eval_every steps
-    cost: each in runs/ and once more in a copying cache."""
+    Snapshots and the final model are module weights. DVC hard-links models/
+    into its cache (cache.type), and the best snapshot in models/ is a hard
+    link to runs/: one copy each. `every_snapshot` is what keeping a snapshot
+    every eval_every steps cost: each in runs/ and once more in a copying cache."""
     model = n_params * (2 if t.bf16 else 4)
     checkpoint = model + 12 * n_params
     best = model if t.eval_every else 0
-    outputs = model + best  # models/<run>: the final model and the best snapshot, linked with the cache
-    steady = checkpoint + best + outputs  # + the best snapshot in runs/
+    steady = checkpoint + best + model  # the best snapshot (runs/ = models/ = cache) and the final model
     snapshots = t.steps // t.eval_every - (t.steps % t.eval_every == 0) if t.eval_every else 0
     return {"model": model, "checkpoint": checkpoint, "steady": steady,
             "peak": steady + checkpoint + best,  # a save beside the old checkpoint, a new best awaiting it
