@@ -356,3 +356,43 @@ def test_validation_keeps_only_the_best_snapshot(setup, tiny_model, tmp_path, mo
     assert linked.stat().st_ino == kept.stat().st_ino  # a hard link: no second copy on disk
     state = json.loads((run_dir / "checkpoint/trainer_state.json").read_text())
     assert state["best"] == {"step": 2, "score": 0.7}
+
+
+def test_a_resumed_run_keeps_the_best_its_checkpoint_names(setup, tiny_model, tmp_path, monkeypatch):
+    """Killed after saving a new best (step 3) but before the checkpoint that
+    would record it: the resumed run starts from step 2's checkpoint, whose
+    best is step 2, deletes step 3's snapshot, and chooses afresh."""
+    from rlvr.data.prepare import prepare
+    from rlvr.evaluation import Evaluator
+    from rlvr.trainer import Trainer
+
+    _, engine, _ = setup
+    raw = tiny_params(tmp_path, {"grpo": ALL_METHODS["grpo"]})
+    raw["data"]["validation_size"] = 4
+    raw["train"].update({"steps": 4, "eval_every": 1, "checkpoint_every": 2})
+    params = parse_params(raw)
+    prepare(params.data)
+    scores = iter([0.5, 0.7, 0.9, 0.6, 0.8])  # the killed run's steps 1-3, then the resumed run's 3-4
+    monkeypatch.setattr(Evaluator, "evaluate", lambda self, label: ({"mean": {"avg@k": next(scores)}}, [], []))
+    save = Trainer._save_snapshot
+
+    def killed_after_step_3(self, step):
+        save(self, step)
+        if step == 3:
+            raise KeyboardInterrupt
+
+    run_dir, final = tmp_path / "runs/grpo", tmp_path / "models/grpo"
+    method = method_config(params, "grpo")
+    monkeypatch.setattr(Trainer, "_save_snapshot", killed_after_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(params, method, str(tiny_model), run_dir, final, vllm=engine).train()
+    assert sorted(p.name for p in (run_dir / "snapshots").iterdir()) == ["step_000002", "step_000003"]
+    monkeypatch.setattr(Trainer, "_save_snapshot", save)
+    resumed = Trainer(params, method, str(tiny_model), run_dir, final, vllm=engine)
+    assert resumed.setup() == 2 and resumed.best == {"step": 2, "score": 0.7}
+    assert sorted(p.name for p in (run_dir / "snapshots").iterdir()) == ["step_000002"]
+    resumed.verifier.close()
+    Trainer(params, method, str(tiny_model), run_dir, final, vllm=engine).train()
+    listed = json.loads((final / "snapshots.json").read_text())
+    assert [(s["step"], s["best"], s["validation"]) for s in listed] == [(4, True, 0.8)]
+    assert list((run_dir / "snapshots").iterdir()) == []  # the final model is the best: no snapshot kept
