@@ -320,20 +320,27 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_
     assert all(torch.isfinite(p).all() for p in tr.ds_engine.module.parameters())
 
 
-def test_validation_keeps_only_the_best_snapshot(setup, tiny_model, tmp_path, monkeypatch):
-    """Scores 0.5, 0.7, 0.6, 0.7 at steps 1-4: step 2 is the best (a tie keeps
-    the earlier step); step 1's snapshot goes once the step-2 checkpoint holds
-    the new best; the final model's directory lists step 2 and itself."""
+def _validated_params(tmp_path):
+    """grpo for 4 steps, validated at each on 4 held-out problems, a checkpoint every 2; data prepared."""
     from rlvr.data.prepare import prepare
-    from rlvr.evaluation import Evaluator
-    from rlvr.trainer import Trainer
 
-    _, engine, _ = setup
     raw = tiny_params(tmp_path, {"grpo": ALL_METHODS["grpo"]})
     raw["data"]["validation_size"] = 4
     raw["train"].update({"steps": 4, "eval_every": 1, "checkpoint_every": 2})
     params = parse_params(raw)
     prepare(params.data)
+    return params
+
+
+def test_validation_keeps_only_the_best_snapshot(setup, tiny_model, tmp_path, monkeypatch):
+    """Scores 0.5, 0.7, 0.6, 0.7 at steps 1-4: step 2 is the best (a tie keeps
+    the earlier step); step 1's snapshot goes once the step-2 checkpoint holds
+    the new best; the final model's directory lists step 2 and itself."""
+    from rlvr.evaluation import Evaluator
+    from rlvr.trainer import Trainer
+
+    _, engine, _ = setup
+    params = _validated_params(tmp_path)
     scores, seen = iter([0.5, 0.7, 0.6, 0.7]), []
 
     def fake_evaluate(self, label):
@@ -362,16 +369,11 @@ def test_a_resumed_run_keeps_the_best_its_checkpoint_names(setup, tiny_model, tm
     """Killed after saving a new best (step 3) but before the checkpoint that
     would record it: the resumed run starts from step 2's checkpoint, whose
     best is step 2, deletes step 3's snapshot, and chooses afresh."""
-    from rlvr.data.prepare import prepare
     from rlvr.evaluation import Evaluator
     from rlvr.trainer import Trainer
 
     _, engine, _ = setup
-    raw = tiny_params(tmp_path, {"grpo": ALL_METHODS["grpo"]})
-    raw["data"]["validation_size"] = 4
-    raw["train"].update({"steps": 4, "eval_every": 1, "checkpoint_every": 2})
-    params = parse_params(raw)
-    prepare(params.data)
+    params = _validated_params(tmp_path)
     scores = iter([0.5, 0.7, 0.9, 0.6, 0.8])  # the killed run's steps 1-3, then the resumed run's 3-4
     monkeypatch.setattr(Evaluator, "evaluate", lambda self, label: ({"mean": {"avg@k": next(scores)}}, [], []))
     save = Trainer._save_snapshot
