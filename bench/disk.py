@@ -12,7 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rlvr.config import load_params, method_config
+from rlvr.params import load_params
+from rlvr.methods import method_config
 from rlvr.memory import model_shape
 from rlvr.run_files import disk_per_run
 

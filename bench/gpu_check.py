@@ -87,7 +87,8 @@ def synthetic_groups(n_groups: int, n: int, vocab: int, max_len: int, seed: int 
 
 def recipe_methods() -> dict[str, object]:
     """Every distinct (objective, settings) of the recipes, by a readable name."""
-    from rlvr.config import load_params, method_config
+    from rlvr.params import load_params
+    from rlvr.methods import method_config
 
     seen, out = set(), {}
     for path in sorted((ROOT / "params").glob("*.yaml")):
@@ -105,8 +106,7 @@ def check_objective_steps(device, cpu: bool) -> None:
     import deepspeed
 
     from rlvr.distributed import Ranks
-    from rlvr.objectives import NEEDS, NEEDS_GRAD, WHOLE_GROUPS
-    from rlvr.objectives.registry import OBJECTIVES
+    from rlvr.objectives.registry import objective
     from rlvr.step_metrics import StepMetrics
     from rlvr.trainer import PhaseTimer, adamw, deepspeed_config
     from rlvr.update import PolicyUpdate
@@ -116,7 +116,7 @@ def check_objective_steps(device, cpu: bool) -> None:
         hp = method.objective
         n, longest = (4, 32 + 16) if cpu else (8, 32 + 256)
         # token-budget calls as the recipes make them: a whole group, or about 3 responses
-        budget = n * longest if hp.objective in WHOLE_GROUPS else 3 * longest
+        budget = n * longest if hp.needs().whole_groups else 3 * longest
         t = dataclasses.replace(method.train, questions_per_step=4, responses_per_question=n,
                                 mini_batch_questions=2, max_tokens_per_call=budget,
                                 max_response_tokens=longest - 32, bf16=not cpu, zero_stage=0 if cpu else 2,
@@ -127,8 +127,7 @@ def check_objective_steps(device, cpu: bool) -> None:
         engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, t),
                                           config=deepspeed_config(t, 1))
         before = [p.detach().float().clone() for p in engine.module.parameters()]
-        update = PolicyUpdate(engine, OBJECTIVES[hp.objective], hp, t, 0, Ranks(), device,
-                              entropies=NEEDS.get(hp.objective, ()), grad_entropies=NEEDS_GRAD.get(hp.objective, ()))
+        update = PolicyUpdate(engine, objective(hp.objective).loss, hp, t, 0, Ranks(), device)
         groups = synthetic_groups(4, t.responses_per_question, vocab, t.max_response_tokens)
         metrics = StepMetrics()
         reset_peak(device)
@@ -223,10 +222,10 @@ def loss_call(device, cpu: bool, recipe: str, name: str) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
     from rlvr import memory
-    from rlvr.config import load_params, method_config
-    from rlvr.objectives import NEEDS, NEEDS_GRAD
+    from rlvr.params import load_params
+    from rlvr.methods import method_config
     from rlvr.objectives.base import PolicyBatch
-    from rlvr.objectives.registry import OBJECTIVES
+    from rlvr.objectives.registry import objective
     from rlvr.policy import evaluate_tokens, pack
 
     params = load_params(ROOT / "params" / f"{recipe}.yaml")
@@ -257,14 +256,14 @@ def loss_call(device, cpu: bool, recipe: str, name: str) -> None:
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     t0 = time.perf_counter()
     hp = method.objective
-    out = evaluate_tokens(model, packed, t.temperature, entropies=NEEDS.get(hp.objective, ()),
-                          grad_entropies=NEEDS_GRAD.get(hp.objective, ()),
-                          topp={"top_p": hp.entropy_top_p, "top_k": hp.entropy_top_k})
+    needs = hp.needs()
+    out = evaluate_tokens(model, packed, t.temperature, entropies=needs.entropies,
+                          grad_entropies=needs.grad_entropies, topp={"top_p": needs.topp[0], "top_k": needs.topp[1]})
     batch = PolicyBatch(logp=out["logp"], old_logp=out["logp"].detach(), mask=packed.response_mask,
                         rewards=torch.tensor([float(i % 2) for i in range(n)], device=device), group_size=n,
                         max_response_len=t.max_response_tokens, entropy=out.get("entropy"),
                         topp_entropy=out.get("topp_entropy"), entropy_anchor=1.0)
-    OBJECTIVES[hp.objective](batch, hp).loss.backward()
+    objective(hp.objective).loss(batch, hp).loss.backward()
     synchronize(device)
     seconds = time.perf_counter() - t0
     measured = (torch.cuda.max_memory_allocated(device) - base) / GIB if device.type == "cuda" else None

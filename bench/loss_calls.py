@@ -48,7 +48,8 @@ def main() -> int:
     ap.add_argument("--method", default="grpo")
     args = ap.parse_args()
 
-    from rlvr.config import load_params, method_config
+    from rlvr.params import load_params
+    from rlvr.methods import method_config
     from rlvr.rollout import RolloutEngine
     from rlvr.trainer import PhaseTimer, Trainer
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from rlvr.config import MethodConfig, load_params, method_config
+from rlvr.methods import MethodConfig, method_config
+from rlvr.params import load_params
 from rlvr.data.prompts import build_prompt
 from rlvr.data.records import read_records
 

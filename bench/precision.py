@@ -30,7 +30,8 @@ import numpy as np
 
 def train_and_eval(precision: str, seed: int, steps: int, method: str, work: Path) -> dict:
     """Child process: train one run, evaluate it in fp32; returns the summary."""
-    from rlvr.config import load_params, method_config
+    from rlvr.params import load_params
+    from rlvr.methods import method_config
     from rlvr.evaluation import run_evaluation
     from rlvr.trainer import Trainer
 

@@ -128,7 +128,7 @@ def context() -> dict:
 
 
 def check_inputs(parts: list[str]) -> None:
-    from rlvr.config import load_params
+    from rlvr.params import load_params
 
     missing = [p for p in ("models/base/config.json", load_params().data.train_dir / "train.jsonl")
                if not Path(p).exists()]

@@ -5,7 +5,8 @@ import dataclasses
 import sys
 
 from rlvr.cli import params_or_exit, stage_timer
-from rlvr.config import ConfigError, method_config
+from rlvr.config import ConfigError
+from rlvr.methods import check_methods, method_config
 from rlvr.launch import relaunch
 from rlvr.memory import check_this_gpu
 from rlvr.runs import Run
@@ -19,6 +20,7 @@ if __name__ == "__main__":
     args = ap.parse_args()
     params = params_or_exit()
     try:
+        check_methods(params)  # every method's objective settings, so a typo in the next one stops this one too
         method = method_config(params, args.method)
         check_this_gpu(params, args.method)  # before the ranks start: a recipe that cannot fit stops here
         relaunch(params)

@@ -15,7 +15,8 @@ import torch
 import yaml
 
 from rlvr import distributed
-from rlvr.config import method_config, parse_params
+from rlvr.methods import method_config
+from rlvr.params import parse_params
 from rlvr.data.prepare import prepare
 from rlvr.groups import Group, share_unit
 from rlvr.rollout import RolloutEngine

@@ -4,7 +4,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr.config import ConfigError, load_params, parse_params, resolve_auto
+from rlvr.config import ConfigError
+from rlvr.methods import load_recipe, parse_recipe
+from rlvr.params import resolve_auto
 
 
 @pytest.fixture
@@ -13,14 +15,14 @@ def raw(repo):
 
 
 def test_default_params_load(repo):
-    p = load_params(repo / "params.yaml")
+    p = load_recipe(repo / "params.yaml")
     assert p.eval.k >= 1 and p.data.source == "offline"
 
 
 def test_unknown_key_suggests_closest(raw):
     raw["eval"]["temprature"] = 0.5
     with pytest.raises(ConfigError, match="did you mean 'eval.temperature'"):
-        parse_params(raw)
+        parse_recipe(raw)
 
 
 def test_every_problem_reported_at_once(raw):
@@ -32,7 +34,7 @@ def test_every_problem_reported_at_once(raw):
     bad["train"]["max_response_tokens"] = 128
     bad["verfier"] = {}
     with pytest.raises(ConfigError) as e:
-        parse_params(bad)
+        parse_recipe(bad)
     msg = str(e.value)
     assert "'eval.k' must be int" in msg
     assert "did you mean 'amc23'" in msg
@@ -45,12 +47,12 @@ def test_every_problem_reported_at_once(raw):
 def test_wrong_section_type(raw):
     raw["data"] = [1, 2]
     with pytest.raises(ConfigError, match="data: expected a mapping"):
-        parse_params(raw)
+        parse_recipe(raw)
 
 
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="file not found"):
-        load_params(tmp_path / "nope.yaml")
+        load_recipe(tmp_path / "nope.yaml")
 
 
 def test_cpu_flags_parse_the_flags_line():
@@ -91,24 +93,24 @@ RECIPES = sorted((Path(__file__).resolve().parents[1] / "params").glob("*.yaml")
 @pytest.mark.parametrize("ranks", [1, 8])
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
 def test_every_recipe_validates_on_one_gpu_and_one_node(recipe, ranks):
-    from rlvr.config import method_config
+    from rlvr.methods import method_config
 
     raw = yaml.safe_load(recipe.read_text())
     raw["launcher"].update({"procs_per_node": ranks, "nodes": 1, "kind": "deepspeed" if ranks > 1 else "python"})
-    params = parse_params(raw)
+    params = parse_recipe(raw)
     for name in raw["methods"]:
         method_config(params, name)  # raises ConfigError, listing every problem
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
 def test_every_recipe_validates_on_two_nodes(recipe, tmp_path):
-    from rlvr.config import method_config
+    from rlvr.methods import method_config
 
     raw = yaml.safe_load(recipe.read_text())
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("node-a slots=8\nnode-b slots=8\n")
     raw["launcher"].update({"procs_per_node": 8, "nodes": 2, "kind": "deepspeed", "hostfile": str(hostfile)})
-    params = parse_params(raw)
+    params = parse_recipe(raw)
     for name in raw["methods"]:
         method_config(params, name)
 
@@ -118,7 +120,7 @@ def test_a_token_budget_below_one_item_is_reported(raw):
     raw["train"]["max_tokens_per_call"] = 10
     raw["methods"] = {"g": {"objective": "grpo"}, "d": {"objective": "disco"}}
     with pytest.raises(ConfigError) as e:
-        parse_params(raw)
+        parse_recipe(raw)
     text = str(e.value)
     assert "'methods.g': train.max_tokens_per_call (10) must hold one sequence" in text
     assert "'methods.d': train.max_tokens_per_call (10) must hold a whole group" in text
@@ -131,7 +133,7 @@ def test_a_mini_batch_smaller_than_the_ranks_needs_response_shares(raw):
     raw["engine"]["max_model_len"] = 256
     raw["methods"] = {"g": {"objective": "grpo"}, "d": {"objective": "disco"}}
     with pytest.raises(ConfigError) as e:
-        parse_params(raw)
+        parse_recipe(raw)
     text = str(e.value)
     assert "'methods.d': train.mini_batch_questions (2) must be a multiple of the number of ranks (4" in text
     assert "methods.g" not in text  # grpo shares the responses: 2 x 8 over 4 ranks
@@ -142,10 +144,10 @@ def test_validation_needs_a_held_out_split_and_a_sane_profile(raw):
     bad["train"]["eval_every"] = 5
     bad["validation"].update({"k": 0, "max_new_tokens": 10**6})
     with pytest.raises(ConfigError) as e:
-        parse_params(bad)
+        parse_recipe(bad)
     text = str(e.value)
     assert "set data.validation_size" in text and "'validation' needs k >= 1" in text
     bad = copy.deepcopy(raw)
     bad["train"]["eval_every"] = 5
     bad["data"]["validation_size"] = 16
-    assert parse_params(bad).data.validation_size == 16
+    assert parse_recipe(bad).data.validation_size == 16

@@ -139,7 +139,7 @@ def test_prompt_template_is_a_param(base_model):
 
 
 def test_prompt_template_errors():
-    from rlvr.config import parse_params
+    from rlvr.params import parse_params
 
     with pytest.raises(Exception, match="prompt.user' must contain {problem} exactly once"):
         parse_params({"prompt": {"user": "no placeholder"}})

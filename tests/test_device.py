@@ -7,11 +7,10 @@ import pytest
 import torch
 
 from device_audit import DeviceAudit, to_device
-from rlvr.config import ObjectiveParams, TrainParams
+from rlvr.config import TrainParams
 from rlvr.distributed import Ranks
 from rlvr.groups import Group
-from rlvr.objectives import NEEDS, NEEDS_GRAD
-from rlvr.objectives.registry import OBJECTIVES
+from rlvr.objectives.registry import objective, settings
 from rlvr.policy import evaluate_tokens, pack
 from rlvr.step_metrics import StepMetrics
 from rlvr.trainer import PhaseTimer
@@ -62,13 +61,12 @@ OBJECTIVE_SETTINGS = {
 }
 
 
-def update_for(model, objective: str, **train) -> PolicyUpdate:
-    hp = ObjectiveParams(objective=objective, **OBJECTIVE_SETTINGS[objective])
+def update_for(model, name: str, ref_model=None, kl_coef: float | None = None, **train) -> PolicyUpdate:
+    hp = settings(name, **OBJECTIVE_SETTINGS[name], **({} if kl_coef is None else {"kl_coef": kl_coef}))
     t = TrainParams(questions_per_step=4, responses_per_question=4, mini_batch_questions=2, micro_batch_questions=1,
                     max_response_tokens=8, **train)
-    return PolicyUpdate(PlainEngine(model), OBJECTIVES[objective], hp, t, pad_id=0, ranks=Ranks(),
-                        device=torch.device("meta"), entropies=NEEDS.get(objective, ()),
-                        grad_entropies=NEEDS_GRAD.get(objective, ()))
+    return PolicyUpdate(PlainEngine(model), objective(name).loss, hp, t, pad_id=0, ranks=Ranks(),
+                        device=torch.device("meta"), ref_model=ref_model)
 
 
 def test_the_audit_flags_a_batch_left_on_the_host(device_model):
@@ -118,9 +116,7 @@ def test_the_update_keeps_every_tensor_on_the_device(device_model, objective, la
 
 def test_the_reference_model_lives_on_the_device(device_model):
     """GRPO with a KL to a frozen reference: its log-probs are on the device too."""
-    update = update_for(device_model, "grpo")
-    update.ref_model = device_model
-    update.hp.kl_coef = 0.1
+    update = update_for(device_model, "grpo", ref_model=device_model, kl_coef=0.1)
     with DeviceAudit() as audit:
         update.run(groups(), position=0, anchor=None, metrics=StepMetrics(), timer=PhaseTimer())
     assert audit.mixed == []

@@ -39,11 +39,23 @@ def imported_modules(path: Path) -> set[str]:
     return {n for n in names if module_file(n)}
 
 
+def discovered(path: Path) -> set[Path]:
+    """A module that imports its package's every module (pkgutil.iter_modules,
+    as the objectives' registry does) runs them all."""
+    if path.suffix != ".py" or "pkgutil.iter_modules" not in path.read_text():
+        return set()
+    return set(path.parent.glob("*.py"))
+
+
 def closure(script: Path) -> set[Path]:
     """Every src/rlvr file the script runs: the modules, and the packages they live in."""
     seen, todo = set(), [script]
     while todo:
-        for name in imported_modules(todo.pop()):
+        current = todo.pop()
+        for f in discovered(current) - seen:
+            seen.add(f)
+            todo.append(f)
+        for name in imported_modules(current):
             parts = name.split(".")
             for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__, a/b/__init__ too
                 f = module_file(".".join(parts[:i]))
@@ -110,3 +122,12 @@ def test_stages_that_do_not_train_import_no_loss(stage):
     script, _ = stage_scripts(dvc)[stage]
     losses = {f for f in closure(script) if "objectives" in f.parts and f.name != "__init__.py"}
     assert losses == set()
+
+
+def test_the_train_stage_depends_on_every_objective_module(tmp_path):
+    """A new objective module is a train dep without editing dvc.yaml: the
+    stage depends on the objectives' directory, whose registry imports them all."""
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    assert "src/rlvr/objectives" in dvc["stages"]["train"]["deps"]
+    script, _ = stage_scripts(dvc)["train"]
+    assert set((SRC / "rlvr" / "objectives").glob("*.py")) <= closure(script)

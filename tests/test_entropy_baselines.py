@@ -10,11 +10,10 @@ import math
 import pytest
 import torch
 
-from rlvr.config import ObjectiveParams
-from rlvr.objectives import NEEDS
-from rlvr.objectives.base import PolicyBatch
-from rlvr.objectives.registry import OBJECTIVES
-from rlvr.objectives.base import seq_sum_norm
+from conftest import every_setting
+
+from rlvr.objectives.base import PolicyBatch, seq_sum_norm
+from rlvr.objectives.registry import objective, settings
 from rlvr.objectives.entropy_baselines import (
     batch_seed,
     clip_cov,
@@ -30,8 +29,8 @@ from rlvr.objectives.grpo import dr_grpo
 LN2 = math.log(2.0)
 
 
-def hp(**kw) -> ObjectiveParams:
-    return ObjectiveParams(**kw)
+def hp(**kw):
+    return every_setting(**kw)
 
 
 def make_batch(logp, ratios, mask, rewards, n=2, max_len=4, **kw) -> PolicyBatch:
@@ -53,15 +52,19 @@ def test_seq_sum_norm_counts_padding_in_the_denominator():
 
 
 def test_registered_with_their_needs_and_official_defaults():
-    for name in ("entropy_reg", "clip_cov", "kl_cov", "entropy_adv", "forking_80_20"):
-        assert name in OBJECTIVES
-    assert NEEDS["entropy_reg"] == NEEDS["entropy_adv"] == NEEDS["forking_80_20"] == {"entropy"}
-    assert "clip_cov" not in NEEDS and "kl_cov" not in NEEDS
-    d = ObjectiveParams()
-    assert (d.cov_clip_ratio, d.cov_clip_bounds_low, d.cov_clip_bounds_high) == (2e-4, 1.0, 5.0)
-    assert (d.kl_cov_ratio, d.kl_cov_coef) == (2e-4, 1.0)
-    assert (d.entropy_adv_alpha, d.entropy_adv_kappa) == (0.4, 1.0)
-    assert (d.forking_top_ratio, d.forking_scope) == (0.2, "response")
+    needs = {name: settings(name).needs() for name in ("entropy_reg", "clip_cov", "kl_cov", "entropy_adv",
+                                                        "forking_80_20")}
+    assert needs["entropy_reg"].entropies == needs["entropy_adv"].entropies == needs["forking_80_20"].entropies \
+        == {"entropy"}
+    assert needs["entropy_reg"].grad_entropies == {"entropy"}  # the bonus carries gradient
+    assert not needs["entropy_adv"].grad_entropies and not needs["forking_80_20"].grad_entropies  # read only
+    assert not needs["clip_cov"].entropies and not needs["kl_cov"].entropies
+    c, k = settings("clip_cov"), settings("kl_cov")
+    assert (c.cov_clip_ratio, c.cov_clip_bounds_low, c.cov_clip_bounds_high) == (2e-4, 1.0, 5.0)
+    assert (k.kl_cov_ratio, k.kl_cov_coef) == (2e-4, 1.0)
+    a, f = settings("entropy_adv"), settings("forking_80_20")
+    assert (a.entropy_adv_alpha, a.entropy_adv_kappa) == (0.4, 1.0)
+    assert (f.forking_top_ratio, f.forking_scope) == (0.2, "response")
 
 
 # ---- entropy_reg -------------------------------------------------------------------------------------
@@ -369,7 +372,7 @@ def test_finite_with_an_empty_response_and_wild_padding(name):
     b = PolicyBatch(logp=logp, old_logp=torch.full((2, 3), -1.5), mask=torch.tensor([[1.0, 1, 0], [0, 0, 0]]),
                     rewards=torch.tensor([1.0, 0.0]), group_size=2, max_response_len=3,
                     entropy=torch.tensor([[1.0, 2.0, 1e4], [1e4, 1e4, 1e4]]))
-    out = OBJECTIVES[name](b, hp(entropy_coef=0.01))
+    out = objective(name).loss(b, hp(entropy_coef=0.01))
     assert torch.isfinite(out.loss)
     (g,) = torch.autograd.grad(out.loss, logp)
     assert torch.isfinite(g).all() and torch.count_nonzero(g[1]) == 0 and g[0, 2] == 0
@@ -380,11 +383,11 @@ def test_needs_max_response_len(name):
     b = entropy_reg_batch()
     b.max_response_len = 0
     with pytest.raises(ValueError):
-        OBJECTIVES[name](b, hp())
+        objective(name).loss(b, hp())
 
 
 @pytest.mark.parametrize("name", ["entropy_reg", "entropy_adv", "forking_80_20"])
 def test_entropy_objectives_say_what_they_miss(name):
     b = cov_batch()
     with pytest.raises(ValueError, match="entropy"):
-        OBJECTIVES[name](b, hp())
+        objective(name).loss(b, hp())

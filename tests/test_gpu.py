@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from rlvr.config import method_config, parse_params
+from rlvr.methods import method_config
+from rlvr.params import parse_params
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))

@@ -9,10 +9,8 @@ import dataclasses
 import pytest
 import torch
 
-from rlvr.config import ObjectiveParams
-from rlvr.objectives import WHOLE_GROUPS
 from rlvr.objectives.base import MiniBatchTotals, PolicyBatch
-from rlvr.objectives.registry import OBJECTIVES
+from rlvr.objectives.registry import objective, settings
 
 N_GROUPS, N, T = 3, 4, 6
 # Official grain: the mini-batch (the others are per call: see the tests below)
@@ -48,9 +46,9 @@ def call(batch: PolicyBatch, rows: list[int]) -> PolicyBatch:
         entropy=batch.entropy[idx], totals=totals)
 
 
-def loss_and_grads(name: str, batches: list[PolicyBatch], whole: PolicyBatch, **settings):
-    hp = ObjectiveParams(objective=name.replace("grpo_kl", "grpo"), **settings)
-    fn = OBJECTIVES[hp.objective]
+def loss_and_grads(name: str, batches: list[PolicyBatch], whole: PolicyBatch, **values):
+    hp = settings(name.replace("grpo_kl", "grpo"), **values)
+    fn = objective(hp.objective).loss
     loss = sum(fn(b, hp).loss for b in batches)
     grads = torch.autograd.grad(loss, [whole.logp, whole.entropy], allow_unused=True)
     return loss.item(), [torch.zeros_like(whole.logp) if g is None else g for g in grads]
@@ -59,14 +57,14 @@ def loss_and_grads(name: str, batches: list[PolicyBatch], whole: PolicyBatch, **
 @pytest.mark.parametrize("name", sorted(MINI_BATCH_GRAIN))
 def test_any_cut_of_a_mini_batch_gives_its_loss_and_gradient(name):
     whole = mini_batch()
-    settings = MINI_BATCH_GRAIN[name]
-    ref_loss, ref_grads = loss_and_grads(name, [whole], whole, **settings)
-    if name in WHOLE_GROUPS:  # whole groups per call, in another order
+    values = MINI_BATCH_GRAIN[name]
+    ref_loss, ref_grads = loss_and_grads(name, [whole], whole, **values)
+    if settings(name.replace("grpo_kl", "grpo")).needs().whole_groups:  # whole groups per call, in another order
         cuts = [[4, 5, 6, 7], [8, 9, 10, 11, 0, 1, 2, 3]]
     else:  # single responses, a group's rows spread over calls
         perm = torch.randperm(N_GROUPS * N, generator=torch.Generator().manual_seed(1)).tolist()
         cuts = [perm[:1], perm[1:6], perm[6:]]
-    loss, grads = loss_and_grads(name, [call(whole, rows) for rows in cuts], whole, **settings)
+    loss, grads = loss_and_grads(name, [call(whole, rows) for rows in cuts], whole, **values)
     assert loss == pytest.approx(ref_loss, rel=1e-5, abs=1e-7)
     for g, ref in zip(grads, ref_grads):
         torch.testing.assert_close(g, ref, rtol=1e-5, atol=1e-7)
@@ -98,11 +96,11 @@ def test_siren_anchor_term_per_bin_differs_from_per_group_by_hand():
     batch = PolicyBatch(logp=torch.zeros(2, 5), old_logp=torch.zeros(2, 5), mask=torch.ones(2, 5),
                         rewards=torch.ones(2), group_size=2, max_response_len=5, topp_entropy=h,
                         entropy_anchor=3.0)
-    hp = ObjectiveParams(objective="siren", entropy_coef=1.0, dual_clip=3.0)
-    assert OBJECTIVES["siren"](batch, hp).loss.item() == pytest.approx(1.0)
+    hp = settings("siren", entropy_coef=1.0, dual_clip=3.0)
+    assert objective("siren").loss(batch, hp).loss.item() == pytest.approx(1.0)
     totals = MiniBatchTotals(responses=2, tokens=10, groups=1)
     bins = [dataclasses.replace(batch, logp=batch.logp[i:i + 1], old_logp=batch.old_logp[i:i + 1],
                                 mask=batch.mask[i:i + 1], rewards=batch.rewards[i:i + 1],
                                 group_rewards=torch.ones(1, 2), topp_entropy=h[i:i + 1], totals=totals)
             for i in (0, 1)]
-    assert sum(OBJECTIVES["siren"](b, hp).loss.item() for b in bins) == pytest.approx(2.0)
+    assert sum(objective("siren").loss(b, hp).loss.item() for b in bins) == pytest.approx(2.0)

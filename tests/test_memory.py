@@ -4,7 +4,9 @@ import pytest
 
 from conftest import REPO
 from rlvr import memory
-from rlvr.config import ConfigError, load_params, method_config
+from rlvr.config import ConfigError
+from rlvr.params import load_params
+from rlvr.methods import method_config
 
 GIB = 1 << 30
 RECIPES = sorted((REPO / "params").glob("*.yaml"))

@@ -4,14 +4,13 @@ import math
 
 import pytest
 import torch
+from conftest import every_setting
 
-from rlvr.config import ObjectiveParams
-from rlvr.objectives import NAMES, NEEDS, NEEDS_GRAD
-from rlvr.objectives.base import MiniBatchTotals, PolicyBatch, group_advantages, policy_kl, seq_mean, token_mean
+from rlvr.objectives.base import MiniBatchTotals, ObjectiveParams, PolicyBatch, group_advantages, policy_kl, seq_mean, token_mean
 from rlvr.objectives.disco import disco, scores
 from rlvr.groups import overlong_penalty
 from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er, grpo_rw, reweighted_advantages
-from rlvr.objectives.registry import OBJECTIVES
+from rlvr.objectives.registry import objectives, settings
 from rlvr.objectives.siren import aggregate, anchor_value, peak_entropy_mask, siren
 from rlvr.policy import topp_entropy
 
@@ -28,8 +27,9 @@ def two_response_batch(**kw) -> PolicyBatch:
                        max_response_len=4, **kw)
 
 
-def hp(**kw) -> ObjectiveParams:
-    return ObjectiveParams(adv_eps=0.0, **kw)
+def hp(**kw):
+    """One object with every objective's settings (adv_eps 0): what the pure losses read."""
+    return every_setting(adv_eps=0.0, **kw)
 
 
 def test_group_advantages_hand_values():
@@ -148,8 +148,9 @@ def test_empty_response_mask_gives_no_nan():
     b = PolicyBatch(logp=torch.zeros(2, 3, requires_grad=True), old_logp=torch.zeros(2, 3),
                     mask=torch.tensor([[1.0, 1, 0], [0, 0, 0]]), rewards=torch.tensor([1.0, 0.0]), group_size=2,
                     max_response_len=3)
-    for name, fn in OBJECTIVES.items():
-        if name in NEEDS:  # entropy objectives: covered with entropies in their own tests
+    for name, spec in objectives().items():
+        fn = spec.loss
+        if spec.params().needs().entropies:  # entropy objectives: covered with entropies in their own tests
             continue
         assert torch.isfinite(fn(b, hp()).loss), name
     assert seq_mean(torch.ones(2, 3), b.mask).tolist() == [1.0, 0.0]
@@ -335,13 +336,21 @@ def test_every_objective_registered_and_differentiable():
                     rewards=torch.tensor([1.0, 0, 0, 1]), group_size=2, max_response_len=3,
                     entropy=torch.rand(4, 3, requires_grad=True),
                     topp_entropy=torch.rand(4, 3, requires_grad=True), entropy_anchor=0.3)
-    assert set(OBJECTIVES) == {"grpo", "grpo_rw", "grpo_er", "dr_grpo", "dapo", "disco", "siren",
+    registered = objectives()
+    assert set(registered) == {"grpo", "grpo_rw", "grpo_er", "dr_grpo", "dapo", "disco", "siren",
                                "entropy_reg", "clip_cov", "kl_cov", "entropy_adv", "forking_80_20"}
-    assert tuple(OBJECTIVES) == NAMES and set(NEEDS) <= set(NAMES)
-    assert all(NEEDS_GRAD[k] <= NEEDS[k] for k in NEEDS_GRAD)
-    for name, fn in OBJECTIVES.items():
-        (g,) = torch.autograd.grad(fn(b, hp(entropy_coef=0.01)).loss, logp, retain_graph=True)
+    for name, spec in registered.items():
+        p = settings(name, **({"entropy_coef": 0.01} if "entropy_coef" in spec.params.__dataclass_fields__ else {}))
+        needs = p.needs()
+        assert needs.grad_entropies <= needs.entropies, name
+        (g,) = torch.autograd.grad(spec.loss(b, p).loss, logp, retain_graph=True)
         assert torch.isfinite(g).all() and g.abs().sum() > 0, name
+    # what each asks the trainer for
+    reads = {n for n, spec in registered.items() if spec.params().needs().entropies}
+    assert reads == {"grpo_er", "siren", "entropy_reg", "entropy_adv", "forking_80_20"}
+    assert [n for n, spec in registered.items() if spec.params().needs().whole_groups] == ["disco"]
+    assert settings("grpo", kl_coef=0.1).needs().reference_model and not settings("grpo").needs().reference_model
+    assert settings("siren").needs().anchor is not None
 
 
 def test_dapo_reward_is_plus_minus_one_and_the_filter_reads_accuracy():

@@ -12,10 +12,12 @@ import torch
 import yaml
 
 from conftest import REPO
-from rlvr.config import ObjectiveParams, TrainParams, load_params, method_config
+from rlvr.config import TrainParams
 from rlvr.groups import shaped_rewards
-from rlvr.objectives.base import PolicyBatch
-from rlvr.objectives.registry import OBJECTIVES
+from rlvr.methods import method_config
+from rlvr.objectives.base import ObjectiveParams, PolicyBatch
+from rlvr.objectives.registry import objective, settings
+from rlvr.params import load_params
 
 RECIPES = sorted((REPO / "params").glob("*.yaml"))
 ROLLOUT_KEYS = {"incorrect_reward", "dynamic_sampling", "dynamic_sampling_rounds", "overlong_buffer"}
@@ -74,11 +76,11 @@ def test_every_objective_param_of_a_recipe_changes_the_loss(recipe):
     settings change the rewards."""
     raw = yaml.safe_load(recipe.read_text())
     for name, entry in raw["methods"].items():
-        base = ObjectiveParams(**{k: v for k, v in entry.items() if k not in TRAIN_KEYS})
+        base = settings(entry["objective"], **{k: v for k, v in entry.items() if k not in TRAIN_KEYS | {"objective"}})
         for key, value in entry.items():
             if key in ("objective", "dynamic_sampling_rounds") or key in TRAIN_KEYS:
                 continue
-            changed = ObjectiveParams(**{**base.__dict__, key: perturbed(value)})
+            changed = base.replace(**{key: perturbed(value)})
             if key in ("entropy_top_p", "entropy_top_k"):
                 assert topp_value(changed) != pytest.approx(topp_value(base), rel=1e-9), (recipe.stem, name, key)
                 continue
@@ -91,7 +93,7 @@ def test_every_objective_param_of_a_recipe_changes_the_loss(recipe):
             # Token shares (Clip-Cov, KL-Cov 2e-4, 80/20 top 20%) need a large batch with log-probs as
             # spread as real ones: the loss must change on the small or on the large fixed batch.
             def loss_on(hp, batch):
-                return OBJECTIVES[base.objective](batch(), hp).loss.item()
+                return objective(base.objective).loss(batch(), hp).loss.item()
 
             batches = (fixed_batch, lambda: fixed_batch(2500, spread=16.0))
             moved = [loss_on(changed, b) != pytest.approx(loss_on(base, b), rel=1e-9, abs=1e-12) for b in batches]

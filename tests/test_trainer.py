@@ -3,6 +3,7 @@
 import copy
 import csv
 import json
+import math
 import os
 import shutil
 import signal
@@ -15,7 +16,9 @@ import pytest
 import yaml
 
 from conftest import REPO, copy_repo
-from rlvr.config import ConfigError, load_params, method_config, parse_params
+from rlvr.config import ConfigError
+from rlvr.methods import method_config, parse_recipe
+from rlvr.params import load_params, parse_params
 
 pytestmark = pytest.mark.slow
 
@@ -70,7 +73,7 @@ def test_two_steps_of_every_method(setup, tiny_model, name):
     # every key the objective returns is recorded (DisCO's kl_active, GRPO's kl_ref, ...)
     own = {"disco": {"disco_j", "kl_penalty", "kl_active"}, "siren": {"siren_entropy", "siren_reg", "clip_frac"},
            "grpo_er": {"entropy_bonus", "clip_frac"}}.get(method.objective.objective, {"clip_frac"})
-    if method.objective.kl_coef > 0:
+    if method.objective.needs().reference_model:
         own = own | {"kl_ref"}
     for r in rows:
         for key in ("reward_mean", "entropy", "topp_entropy", "kl", "zero_variance_groups", "response_length",
@@ -217,7 +220,7 @@ def test_method_config_errors(setup):
     bad["methods"]["grpo"]["objectve"] = "grpo"
     bad["methods"]["disco_logl"]["form"] = "droo"
     with pytest.raises(ConfigError) as e:
-        parse_params(bad)
+        parse_recipe(bad)
     msg = str(e.value)
     for needle in ("responses_per_question must be >= 2", "must divide 'train.questions_per_step'",
                    "must be below 'engine.max_model_len'", "did you mean 'objective'", "did you mean 'dro'"):
@@ -297,18 +300,23 @@ def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
     assert [r["step"] for r in rows] == [1, 2]  # not resumed from step 1
 
 
-def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_path, monkeypatch):
+def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_path):
     import torch
-    from rlvr.objectives.base import LossOutput
-    from rlvr.objectives.registry import OBJECTIVES
+    from rlvr.objectives.base import LossOutput, PolicyTermParams
+    from rlvr.objectives.registry import register
     from rlvr.trainer import Trainer, TrainingStopped
 
+    @register("nan_loss_for_a_test", PolicyTermParams)
+    def nan_loss(batch, p):
+        return LossOutput(batch.logp.sum() * float("nan"), {})
+
     params, engine, _ = setup
-    method = method_config(params, "grpo")
+    params = copy.deepcopy(params)
+    params.extra["methods"] = {"nan": {"objective": "nan_loss_for_a_test"}}
+    method = method_config(params, "nan")
     method.train.steps = 5
     method.train.max_bad_steps = 2
     tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", vllm=engine)
-    monkeypatch.setitem(OBJECTIVES, "grpo", lambda batch, hp: LossOutput(batch.logp.sum() * float("nan"), {}))
     with pytest.raises(TrainingStopped, match="2 steps in a row had non-finite losses"):
         tr.train()
     with open(tmp_path / "r" / "steps.csv") as f:
@@ -398,3 +406,62 @@ def test_a_resumed_run_keeps_the_best_its_checkpoint_names(setup, tiny_model, tm
     listed = json.loads((final / "snapshots.json").read_text())
     assert [(s["step"], s["best"], s["validation"]) for s in listed] == [(4, True, 0.8)]
     assert list((run_dir / "snapshots").iterdir()) == []  # the final model is the best: no snapshot kept
+
+
+THROWAWAY = '''
+"""A throwaway objective: GRPO's policy term at half weight, with an entropy it reads."""
+from dataclasses import dataclass
+
+from rlvr.objectives.base import LossOutput, Needs, PolicyTermParams, advantages, policy_term
+from rlvr.objectives.registry import register
+
+
+@dataclass
+class HalvedParams(PolicyTermParams):
+    weight: float = 0.5  # the policy term's weight
+
+    def needs(self):
+        return Needs(entropies=frozenset({"entropy"}))
+
+    def check(self, where, problems):
+        super().check(where, problems)
+        if self.weight <= 0:
+            problems.append(f"'{where}.weight' must be > 0")
+
+
+@register("halved_grpo", HalvedParams)
+def halved_grpo(batch, p):
+    assert batch.entropy is not None  # asked for through needs()
+    loss, metrics = policy_term(batch, advantages(batch), p, "seq-mean-token-mean")
+    return LossOutput(p.weight * loss, {**metrics, "halved_weight": loss.detach() * 0 + p.weight})
+'''
+
+
+def test_a_new_objective_is_one_module_and_a_params_entry(setup, tiny_model, tmp_path, monkeypatch):
+    """An objective written in a package of its own trains without an edit to
+    rlvr: its module registers it, the params entry names it, its settings
+    are checked by its own dataclass and the trainer computes what it needs."""
+    import importlib
+
+    from rlvr.trainer import Trainer
+
+    package = tmp_path / "extra_objectives"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "halved.py").write_text(THROWAWAY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("extra_objectives.halved")
+
+    params, engine, _ = setup
+    params = copy.deepcopy(params)
+    params.extra["methods"] = {"halved": {"objective": "halved_grpo", "weight": 0.25, "clip_high": 0.28}}
+    method = method_config(params, "halved")
+    assert (type(method.objective).__name__, method.objective.weight) == ("HalvedParams", 0.25)
+    params.extra["methods"]["bad"] = {"objective": "halved_grpo", "weight": -1.0, "wieght": 1.0}
+    with pytest.raises(ConfigError) as e:
+        method_config(params, "bad")
+    assert "'methods.bad.weight' must be > 0" in str(e.value) and "did you mean 'methods.bad.weight'" in str(e.value)
+
+    method.train.steps = 1
+    rows = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", vllm=engine).train()
+    assert rows[0]["halved_weight"] == pytest.approx(0.25) and math.isfinite(rows[0]["loss"])

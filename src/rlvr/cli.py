@@ -7,7 +7,8 @@ import sys
 import time
 from contextlib import contextmanager
 
-from rlvr.config import ConfigError, Params, load_params
+from rlvr.config import ConfigError, Params
+from rlvr.params import load_params
 
 
 def params_or_exit(path: str = "params.yaml") -> Params:

@@ -1,13 +1,16 @@
-"""Typed params: params.yaml -> dataclasses, every problem reported at once.
+"""The params schema: each section a dataclass, built from YAML with every
+problem reported at once.
 
-Validation runs before any compute. Unknown keys get the closest valid name,
-wrong types name the expected type, and cross-field rules (k <= samples drawn,
-mini-batch divides the batch, ...) are checked in `check_*` functions.
+Unknown keys get the closest valid name, wrong types name the expected type,
+and the rules among values (k <= samples drawn, mini-batch divides the
+batch, ...) are checked in `check_*` functions. This module imports nothing
+else from rlvr: loading a file (rlvr.params) adds the data sets' names and
+the machine, and a method's objective settings belong to the objective
+(rlvr.methods).
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import difflib
 import hashlib
@@ -176,52 +179,6 @@ class Params:
 EXTRA_SECTIONS = ("train", "methods", "report", "bench")
 
 
-def load_params(path: str | Path = "params.yaml") -> Params:
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError([f"file not found: {path} (run from the repository root)"], str(path))
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError([f"not valid YAML: {e}"], str(path)) from e
-    return parse_params(raw, str(path))
-
-
-def resolve_auto(raw: dict) -> dict:
-    """Replace `auto` precision settings by what this machine runs fastest."""
-    from rlvr.hardware import has_fast_bf16, preferred_dtype
-
-    raw = copy.deepcopy(raw)
-    model = raw.get("model")
-    if isinstance(model, dict) and model.get("dtype") == "auto":
-        model["dtype"] = preferred_dtype()
-    sections = [raw.get("train"), *((raw.get("methods") or {}).values() if isinstance(raw.get("methods"), dict) else [])]
-    for section in sections:
-        if isinstance(section, dict) and section.get("bf16") == "auto":
-            section["bf16"] = has_fast_bf16()
-    return raw
-
-
-def parse_params(raw: dict, source: str = "params") -> Params:
-    problems: list[str] = []
-    raw = resolve_auto(raw)
-    extra = {k: raw[k] for k in EXTRA_SECTIONS if k in raw}
-    core = {k: v for k, v in raw.items() if k not in EXTRA_SECTIONS}
-    params = build(Params, core, "", problems, ignore=("extra",))
-    if params is not None:
-        params.extra = extra
-        check_params(params, problems)
-        for name in extra.get("methods") or {}:
-            try:
-                method_config(params, name)
-            except ConfigError as e:
-                problems.extend(e.problems)
-    if problems:
-        # shared train: settings are checked once per method: report each problem once
-        raise ConfigError(list(dict.fromkeys(problems)), source)
-    return params
-
-
 def build(cls, raw, prefix: str, problems: list[str], ignore: tuple[str, ...] = ()):
     """Construct dataclass `cls` from a dict, appending every problem found."""
     if not isinstance(raw, dict):
@@ -284,32 +241,16 @@ def coerce(tp, value, where: str, problems: list[str]):
 
 
 def check_params(p: Params, problems: list[str]) -> None:
-    from rlvr.data.arithmetic import LEVELS
-    from rlvr.data.sources import BENCHMARKS, HUB_TRAIN_SETS, OFFLINE_TRAIN_SETS
-
+    """The rules among the core sections' values (the data sets' names: rlvr.params)."""
     if p.data.source not in ("offline", "online"):
         problems.append(f"'data.source' must be 'offline' or 'online', got '{p.data.source}'")
-    train_ok = ("arithmetic", *HUB_TRAIN_SETS, *OFFLINE_TRAIN_SETS)
-    for name in p.data.train_sets:
-        if name not in train_ok:
-            problems.append(_unknown("data.train_sets", name, train_ok))
-        elif name in HUB_TRAIN_SETS and p.data.source == "offline" and not p.data.hub_mirror:
-            problems.append(f"'data.train_sets' has '{name}', which comes from the hub: set data.source: online "
-                            "(or data.hub_mirror to local copies), or train on a vendored set "
-                            f"({', '.join(OFFLINE_TRAIN_SETS)})")
-    for name in p.data.benchmarks:
-        if name not in BENCHMARKS:
-            problems.append(_unknown("data.benchmarks", name, BENCHMARKS))
-    for lv in p.data.arithmetic.levels:
-        if lv not in LEVELS:
-            problems.append(f"'data.arithmetic.levels' has unknown level {lv}; valid: {list(LEVELS)}")
     if p.data.arithmetic.n_test_per_level < 1:
         problems.append("'data.arithmetic.n_test_per_level' must be >= 1")
     eval_sets = ("arithmetic", *p.data.benchmarks)
     for where, names in (("eval.limits", p.eval.limits), ("eval.k_per_set", p.eval.k_per_set)):
         for name in names:
             if name not in eval_sets:
-                problems.append(_unknown(where, name, eval_sets))
+                problems.append(unknown_name(where, name, eval_sets))
     if any(k < 1 for k in p.eval.k_per_set.values()):
         problems.append(f"'eval.k_per_set' values must be >= 1, got {p.eval.k_per_set}")
     if p.eval.k < 1:
@@ -347,7 +288,7 @@ def check_params(p: Params, problems: list[str]) -> None:
 def check_launcher(lc: LauncherParams, problems: list[str]) -> None:
     """What can be checked without the machine (GPU counts, hosts: see rlvr.launch)."""
     if lc.kind not in ("python", "deepspeed"):
-        problems.append(_unknown("launcher.kind", lc.kind, ("python", "deepspeed")))
+        problems.append(unknown_name("launcher.kind", lc.kind, ("python", "deepspeed")))
     if lc.procs_per_node < 1 or lc.nodes < 1:
         problems.append(f"'launcher.procs_per_node' and 'launcher.nodes' must be >= 1, "
                         f"got {lc.procs_per_node} and {lc.nodes}")
@@ -363,7 +304,7 @@ def check_launcher(lc: LauncherParams, problems: list[str]) -> None:
         problems.append(f"'launcher.timeout_s' must be > 0, got {lc.timeout_s}")
 
 
-def _unknown(where: str, name, valid) -> str:
+def unknown_name(where: str, name, valid) -> str:
     close = difflib.get_close_matches(str(name), list(valid), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     return f"'{where}' has unknown name '{name}'{hint}; valid: {', '.join(valid)}"
@@ -400,138 +341,20 @@ class TrainParams:
     seed: int = 0
 
 
-@dataclass
-class ObjectiveParams:
-    objective: str = "grpo"  # a name in rlvr.objectives.NAMES
-    clip_low: float = 0.2
-    clip_high: float = 0.2  # DAPO clip-higher: 0.28
-    dual_clip: float | None = None  # cap for negative advantages: SIREN 3, DAPO (verl recipe) 10
-    adv_eps: float = 1e-6
-    kl_coef: float = 0.0  # GRPO's k3 KL to a frozen reference; 0 = no reference model
-    entropy_coef: float = 0.0  # grpo_er bonus / SIREN regularizer weight
-    score: str = "logl"  # DisCO: logl | lratio
-    form: str = "dro"  # DisCO: dro | basic
-    tau: float = 10.0  # DisCO DRO temperature
-    delta: float = 1e-4  # DisCO KL bound
-    beta: float = 1e3  # DisCO squared-hinge weight
-    kl_estimator: str = "kl"  # DisCO: kl | low_var_kl
-    entropy_top_p: float = 0.8  # SIREN nucleus
-    entropy_top_k: int = 10000
-    peak_quantile: float = 0.8  # SIREN peak-entropy mask
-    incorrect_reward: float = 0.0  # reward of a wrong answer; DAPO: -1 (its reward is +1 / -1)
-    dynamic_sampling: bool = False  # DAPO: drop groups whose accuracies are all equal, refill from new questions
-    dynamic_sampling_rounds: int = 3  # extra rollout rounds at most per step
-    overlong_buffer: int = 0  # DAPO soft overlong punishment (0 = off)
-    # SIREN's entropy baselines (objectives/entropy_baselines.py); defaults = Linn3a/siren's effective values
-    cov_clip_ratio: float = 2e-4  # Clip-Cov: share of real tokens detached (at least 1), drawn from the band
-    cov_clip_bounds_low: float = 1.0  # Clip-Cov: band lower bound, cov > low (strict)
-    cov_clip_bounds_high: float = 5.0  # Clip-Cov: band upper bound, cov < high (strict)
-    kl_cov_ratio: float = 2e-4  # KL-Cov: share of real tokens (top covariance, at least 1) given the KL term
-    kl_cov_coef: float = 1.0  # KL-Cov: weight of |log p - log p_old| on the selected tokens
-    entropy_adv_alpha: float = 0.4  # Entropy-Adv: A + min(alpha * H.detach(), |A| / kappa)
-    entropy_adv_kappa: float = 1.0  # Entropy-Adv: SIREN's code uses 1 (Cheng et al. require kappa > 1)
-    forking_top_ratio: float = 0.2  # 80/20: keep tokens with H above the (1 - ratio) quantile
-    forking_scope: str = "response"  # 80/20 quantile: 'response' (SIREN's code) | 'batch' (Wang et al.)
 
 
-@dataclass
-class MethodConfig:
-    name: str
-    train: TrainParams
-    objective: ObjectiveParams
-
-
-
-def method_config(params: Params, name: str) -> MethodConfig:
-    """`train:` defaults merged with `methods.<name>` overrides, validated."""
-    methods = params.extra.get("methods") or {}
-    problems: list[str] = []
-    if name not in methods:
-        problems.append(_unknown("methods", name, list(methods)) if methods else "params.yaml has no 'methods:'")
-        raise ConfigError(problems)
-    train_raw = dict(params.extra.get("train") or {})
-    entry = dict(methods[name] or {})
-    train_keys = {f.name for f in dataclasses.fields(TrainParams)}
-    obj_keys = {f.name for f in dataclasses.fields(ObjectiveParams)}
-    for key in list(entry):
-        if key in train_keys:
-            train_raw[key] = entry.pop(key)
-        elif key not in obj_keys:
-            close = difflib.get_close_matches(key, sorted(train_keys | obj_keys), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            problems.append(f"unknown key 'methods.{name}.{key}'{hint}")
-            entry.pop(key)
-    train = build(TrainParams, train_raw, "train.", problems) or TrainParams()
-    obj = build(ObjectiveParams, entry, f"methods.{name}.", problems) or ObjectiveParams()
-    check_method(name, train, obj, params, problems)
-    if problems:
-        raise ConfigError(problems)
-    return MethodConfig(name, train, obj)
-
-
-def check_rank_shares(where: str, t: TrainParams, o: ObjectiveParams, world: int, problems: list[str]) -> None:
-    """Each rank takes an equal share of every mini-batch: whole questions, or,
-    with token-budget calls and an objective that needs no whole group, an
-    equal slice of its responses (rlvr.groups.rows_shared)."""
-    import math
-
-    from rlvr.objectives import WHOLE_GROUPS
-
-    m, n, ranks = t.mini_batch_questions, t.responses_per_question, f"the number of ranks ({world} = " \
-        "launcher.procs_per_node x launcher.nodes)"
-    if m < 1:
-        return  # reported with questions_per_step
-    whole = t.max_tokens_per_call <= 0 or o.objective in WHOLE_GROUPS
-    if m % world == 0:
-        if t.max_tokens_per_call <= 0 and (t.micro_batch_questions < 1 or (m // world) % t.micro_batch_questions):
-            problems.append(f"'train.micro_batch_questions' ({t.micro_batch_questions}) must divide each rank's "
-                            f"share of a mini-batch (mini_batch_questions / ranks = {m // world})")
-    elif whole:
-        why = (f"{o.objective} needs a question's responses in one loss call" if o.objective in WHOLE_GROUPS
-               else "loss calls of whole questions (train.max_tokens_per_call: 0)")
-        problems.append(f"'{where}': train.mini_batch_questions ({m}) must be a multiple of {ranks}: {why}")
-    elif (m * n) % world or t.questions_per_step % math.lcm(m, world):
-        problems.append(f"'{where}': the ranks share each mini-batch's responses, so mini_batch_questions x "
-                        f"responses_per_question ({m * n}) must be a multiple of {ranks}, and "
-                        f"questions_per_step ({t.questions_per_step}) of {math.lcm(m, world)}")
-
-
-def check_token_budget(where: str, t: TrainParams, o: ObjectiveParams, params: Params,
-                       problems: list[str]) -> None:
-    """A loss call must hold its smallest item: one sequence of up to
-    engine.max_model_len tokens, or a whole group of them for the objectives
-    that need whole groups (rlvr.loss_calls)."""
-    from rlvr.objectives import WHOLE_GROUPS
-
-    if t.max_tokens_per_call < 0:
-        problems.append(f"'train.max_tokens_per_call' must be >= 0 (0: micro_batch_questions groups per call), "
-                        f"got {t.max_tokens_per_call}")
-    if t.max_tokens_per_call <= 0:
-        return
-    whole = o.objective in WHOLE_GROUPS
-    need = params.engine.max_model_len * (t.responses_per_question if whole else 1)
-    if t.max_tokens_per_call < need:
-        what = (f"a whole group ({t.responses_per_question} x engine.max_model_len {params.engine.max_model_len}; "
-                f"{o.objective} needs a question's responses in one call)" if whole
-                else f"one sequence (engine.max_model_len {params.engine.max_model_len})")
-        problems.append(f"'{where}': train.max_tokens_per_call ({t.max_tokens_per_call}) must hold {what}: "
-                        f"set it to at least {need}")
-
-
-def check_method(name: str, t: TrainParams, o: ObjectiveParams, params: Params, problems: list[str]) -> None:
-    from rlvr.objectives import NAMES
-
-    where = f"methods.{name}"
-    if o.objective not in NAMES:
-        problems.append(_unknown(f"{where}.objective", o.objective, NAMES))
+def check_train(where: str, t: TrainParams, params: Params, problems: list[str]) -> None:
+    """A method's training settings (`train:` with its overrides) on their own;
+    the rules that depend on its objective are in rlvr.methods."""
     if t.responses_per_question < 2:  # every objective compares the responses of a question
-        problems.append(f"'{where}': {o.objective} compares responses within a group; "
+        problems.append(f"'{where}': objectives compare responses within a group; "
                         f"responses_per_question must be >= 2, got {t.responses_per_question}")
     if t.mini_batch_questions < 1 or t.questions_per_step % max(t.mini_batch_questions, 1):
         problems.append(f"'train.mini_batch_questions' ({t.mini_batch_questions}) must divide "
                         f"'train.questions_per_step' ({t.questions_per_step})")
-    check_rank_shares(where, t, o, params.launcher.world, problems)
-    check_token_budget(where, t, o, params, problems)
+    if t.max_tokens_per_call < 0:
+        problems.append(f"'train.max_tokens_per_call' must be >= 0 (0: micro_batch_questions groups per call), "
+                        f"got {t.max_tokens_per_call}")
     if t.max_response_tokens >= params.engine.max_model_len:
         problems.append(f"'train.max_response_tokens' ({t.max_response_tokens}) must be below "
                         f"'engine.max_model_len' ({params.engine.max_model_len}), which must hold the prompt too")
@@ -541,13 +364,6 @@ def check_method(name: str, t: TrainParams, o: ObjectiveParams, params: Params, 
         problems.append(f"'train.checkpoint_every' must be >= 1, got {t.checkpoint_every}")
     if t.zero_stage not in (0, 1, 2, 3):
         problems.append(f"'train.zero_stage' must be 0, 1, 2 or 3, got {t.zero_stage}")
-    for key, valid in (("score", ("logl", "lratio")), ("form", ("dro", "basic")), ("kl_estimator", ("kl", "low_var_kl"))):
-        if getattr(o, key) not in valid:
-            problems.append(_unknown(f"{where}.{key}", getattr(o, key), valid))
-    if o.tau <= 0:
-        problems.append(f"'{where}.tau' must be > 0")
-    if o.forking_scope not in ("response", "batch"):
-        problems.append(_unknown(f"{where}.forking_scope", o.forking_scope, ("response", "batch")))
     if t.eval_every < 0:
         problems.append(f"'train.eval_every' must be >= 0 (0: no validation, only the final model), got {t.eval_every}")
     elif t.eval_every and params.data.validation_size < 1:
@@ -555,5 +371,23 @@ def check_method(name: str, t: TrainParams, o: ObjectiveParams, params: Params, 
                         "mixture: set data.validation_size (e.g. 128), or eval_every: 0")
     if t.warmup_steps < 0:
         problems.append(f"'train.warmup_steps' must be >= 0, got {t.warmup_steps}")
-    if o.overlong_buffer >= t.max_response_tokens:
-        problems.append(f"'{where}.overlong_buffer' must be below train.max_response_tokens")
+
+
+TRAIN_KEYS = frozenset(f.name for f in dataclasses.fields(TrainParams))
+
+
+def method_entry(params: Params, name: str, problems: list[str]) -> tuple[TrainParams, dict]:
+    """`methods.<name>` split into its training settings (`train:` with the
+    entry's overrides, checked) and the rest: its objective's settings, raw."""
+    methods = params.extra.get("methods") or {}
+    if name not in methods:
+        problems.append(unknown_name("methods", name, list(methods)) if methods else "params.yaml has no 'methods:'")
+        return TrainParams(), {}
+    entry = methods[name] or {}
+    if not isinstance(entry, dict):
+        problems.append(f"'methods.{name}': expected a mapping, got {type(entry).__name__}")
+        return TrainParams(), {}
+    train_raw = {**(params.extra.get("train") or {}), **{k: v for k, v in entry.items() if k in TRAIN_KEYS}}
+    train = build(TrainParams, train_raw, "train.", problems) or TrainParams()
+    check_train(f"methods.{name}", train, params, problems)
+    return train, {k: v for k, v in entry.items() if k not in TRAIN_KEYS}

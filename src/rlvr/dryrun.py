@@ -79,7 +79,7 @@ def sized(recipe: dict, model_dir: Path, work: Path) -> dict:
 
 def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path | None = None) -> dict:
     """Runs every method of the recipe; returns what each setting became in the code."""
-    from rlvr.config import method_config, parse_params
+    from rlvr.methods import method_config, parse_recipe
     from rlvr.data.prepare import prepare
     from rlvr.evaluation import run_evaluation
     from rlvr.model import materialize
@@ -92,7 +92,7 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
     raw = sized(recipe, tiny_model(arch, tokenizer_dir, work / "tiny"), work)
     if vendor_dir:
         raw["data"].update({"vendor_dir": str(vendor_dir), "hub_mirror": str(vendor_dir / "hub")})
-    params = parse_params(raw)
+    params = parse_recipe(raw)
     counts = prepare(params.data)
     base = materialize(params.model.source, params.model.out_dir, params.model.dtype)
     vllm = RolloutEngine.from_params(str(base), params.engine, params.model.dtype)

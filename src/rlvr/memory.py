@@ -21,7 +21,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlvr.config import ConfigError, MethodConfig, Params, load_params, method_config
+from rlvr.config import ConfigError, Params
+from rlvr.methods import MethodConfig, method_config
+from rlvr.params import load_params
 from rlvr.policy import HEAD_BLOCK_LOGITS
 
 GIB = 1 << 30
@@ -120,9 +122,7 @@ def loss_call_response_tokens(method: MethodConfig, params: Params) -> int:
 
 def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: float) -> dict:
     """Bytes per GPU, by component, and the two phases' totals."""
-    from rlvr.objectives import NEEDS_GRAD
-
-    t, world = method.train, params.launcher.world
+    t, world, needs = method.train, params.launcher.world, method.objective.needs()
     b = 2 if t.bf16 else 4
     p = shape.params
     shard = world if t.zero_stage >= 1 else 1
@@ -132,7 +132,7 @@ def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: f
         "optimizer": (12 if t.bf16 else 8) * p / shard,
         # the fp32 gradient partition (ZeRO >= 2 shards it)
         "gradients": 4 * p / (world if t.zero_stage >= 2 else 1),
-        "reference model": p * b if method.objective.kl_coef > 0 else 0,
+        "reference model": p * b if needs.reference_model else 0,
         "overhead": CUDA_OVERHEAD,
     }
     resident = sum(rows.values())
@@ -147,7 +147,7 @@ def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: f
         activations = shape.layers * tokens * h * b + 1.5 * tokens * per_layer
     else:
         activations = shape.layers * tokens * per_layer
-    differentiable = bool(NEEDS_GRAD.get(method.objective.objective))
+    differentiable = bool(needs.grad_entropies)
     head = ((6 if differentiable else 3) * HEAD_BLOCK * 4  # float32 blocks and their autograd intermediates
             + 3 * response_tokens * h * 4  # response hidden states, their gradient, the float32 log-probs
             + shape.vocab * h * 4)  # the head's float32 gradient accumulator

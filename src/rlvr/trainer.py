@@ -38,12 +38,12 @@ import torch
 from tqdm.auto import tqdm
 
 from rlvr import checkpoint, distributed
-from rlvr.config import MethodConfig, Params, settings_hash
+from rlvr.methods import MethodConfig
+from rlvr.config import Params, settings_hash
 from rlvr.data.records import read_records
 from rlvr.groups import Collected, Group, QuestionSampler, RolloutCollector, training_groups
 from rlvr.memory import REDUCE_BUCKET
-from rlvr.objectives import NEEDS, NEEDS_GRAD
-from rlvr.objectives.registry import OBJECTIVES
+from rlvr.objectives.registry import objective
 from rlvr.policy import attention_implementation
 from rlvr.rewards import Verifier
 from rlvr.run_files import Snapshots, StepLog
@@ -119,7 +119,7 @@ class Trainer:
         self.step_log = StepLog(self.steps_file)
         self.tracker = tracker
         self.ranks = distributed.ranks_from_env()
-        self.anchor: float | None = None
+        self.anchor: float | None = None  # the objective's constant from its first step (Needs.anchor)
         self.bad_in_a_row = 0
         self._stop_signal = None
         self.vllm = vllm
@@ -158,7 +158,7 @@ class Trainer:
         if self.t.gradient_checkpointing:
             model.gradient_checkpointing_enable()
         ref_model = None
-        if self.hp.kl_coef > 0:
+        if self.hp.needs().reference_model:
             ref_model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype, **attention
                                                              ).to(self.device).eval()
             ref_model.requires_grad_(False)
@@ -166,9 +166,8 @@ class Trainer:
         self.ds_engine, *_ = deepspeed.initialize(
             model=model, optimizer=adamw(model, self.t),
             config=deepspeed_config(self.t, self.ranks.world))
-        self.update = PolicyUpdate(self.ds_engine, OBJECTIVES[self.hp.objective], self.hp, self.t, self.pad_id,
-                                   self.ranks, self.device, entropies=NEEDS.get(self.hp.objective, ()),
-                                   grad_entropies=NEEDS_GRAD.get(self.hp.objective, ()), ref_model=ref_model)
+        self.update = PolicyUpdate(self.ds_engine, objective(self.hp.objective).loss, self.hp, self.t, self.pad_id,
+                                   self.ranks, self.device, ref_model=ref_model)
         if self.vllm is None:
             from rlvr.rollout import RolloutEngine
 

@@ -9,7 +9,8 @@ from contextlib import nullcontext
 
 from rlvr import distributed
 from rlvr.atomic import write_json
-from rlvr.config import MethodConfig, Params
+from rlvr.methods import MethodConfig
+from rlvr.config import Params
 from rlvr.runs import Run
 from rlvr.tracking import Tracker, dataset_input
 from rlvr.trainer import Trainer, TrainingStopped

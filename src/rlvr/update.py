@@ -24,16 +24,15 @@ import torch
 from rlvr import distributed
 from rlvr.groups import Group, rows_shared
 from rlvr.loss_calls import Row, plan_calls, row_tokens, rows_of
-from rlvr.objectives import WHOLE_GROUPS
 from rlvr.objectives.base import MiniBatchTotals, PolicyBatch, policy_kl
-from rlvr.objectives.siren import anchor_value
 from rlvr.policy import ENTROPIES, Packed, evaluate_tokens, pack, pack_flat
 from rlvr.step_metrics import StepMetrics
 
 
 class EntropyMeter:
     """pi_old's entropies over a step's response tokens (device sums, read once
-    per step), and on SIREN's first step the top-p entropies its anchor comes from."""
+    per step), and on the first step of an objective with an anchor (SIREN)
+    the top-p entropies it comes from."""
 
     def __init__(self, keep_for_anchor: bool = False):
         self.keep_for_anchor = keep_for_anchor
@@ -49,10 +48,10 @@ class EntropyMeter:
         if self.keep_for_anchor:
             self.kept.append((out["topp_entropy"].detach(), mask))
 
-    def anchor(self, quantile: float) -> float:
+    def anchor(self, value) -> float:
         """Over every rollout of the step on every rank: the response-weighted
-        mean of the per-loss-call aggregates."""
-        weighted = sum(anchor_value(h, m, quantile) * h.shape[0] for h, m in self.kept)
+        mean of `value(h, mask)` per pi_old pass."""
+        weighted = sum(value(h, m) * h.shape[0] for h, m in self.kept)
         rows = sum(h.shape[0] for h, _ in self.kept)
         weighted, rows = distributed.all_sum([weighted, float(rows)])
         return weighted / rows
@@ -89,19 +88,21 @@ class PolicyUpdate:
     mini-batch loss."""
 
     def __init__(self, engine, loss_fn, hp, train, pad_id: int, ranks: distributed.Ranks, device: torch.device,
-                 entropies=(), grad_entropies=(), ref_model=None):
+                 ref_model=None):
         self.engine, self.loss_fn, self.hp, self.train = engine, loss_fn, hp, train
         self.pad_id, self.ranks, self.device = pad_id, ranks, device
-        self.entropies, self.grad_entropies = set(entropies), set(grad_entropies)
+        self.needs = hp.needs()
         self.ref_model = ref_model
+        if self.needs.reference_model and ref_model is None:
+            raise ValueError(f"{hp.objective} with these settings needs a reference model (ref_model)")
         # loss calls of whole groups: by micro_batch_questions, or the objective needs them
-        self.whole_groups = train.max_tokens_per_call <= 0 or hp.objective in WHOLE_GROUPS
-        self.topp = {"top_p": hp.entropy_top_p, "top_k": hp.entropy_top_k}
+        self.whole_groups = train.max_tokens_per_call <= 0 or self.needs.whole_groups
+        self.topp = {"top_p": self.needs.topp[0], "top_k": self.needs.topp[1]}
         self.reuse_first_forward = True  # False: a separate pi_old pass for every group (tests compare the two)
 
     @property
     def measures_anchor(self) -> bool:
-        return "topp_entropy" in self.entropies
+        return self.needs.anchor is not None
 
     def mini_batches(self, order: list[Group]) -> list[list[Row]]:
         """This rank's rows of each mini-batch of `order`: its groups of each
@@ -145,8 +146,9 @@ class PolicyUpdate:
 
     def old_pass_rows(self, first_epoch: list[list[Row]], anchor_pending: bool) -> list[Row]:
         """Rows whose pi_old log-probs need a forward pass of their own: all
-        but the first mini-batch's, or all of them on SIREN's first step (its
-        anchor is over every rollout of the step and must exist before the first loss)."""
+        but the first mini-batch's, or all of them on the first step of an
+        objective with an anchor (over every rollout of the step, it must
+        exist before the first loss)."""
         skip = 0 if anchor_pending or not self.reuse_first_forward else 1
         return [r for mb in first_epoch[skip:] for r in mb]
 
@@ -193,8 +195,8 @@ class PolicyUpdate:
 
     def run(self, groups: list[Group], position: int, anchor: float | None, metrics: StepMetrics,
             timer) -> tuple[float | None, int]:
-        """The whole update of one rollout step. Returns SIREN's anchor (measured
-        on its first step) and how many groups had a pi_old pass of their own."""
+        """The whole update of one rollout step. Returns the objective's anchor
+        (measured on its first step) and how many groups had a pi_old pass of their own."""
         epochs = [self.mini_batches(order) for order in self.epoch_orders(groups, position)]
         pending = self.measures_anchor and anchor is None
         meter = EntropyMeter(keep_for_anchor=pending)
@@ -202,7 +204,7 @@ class PolicyUpdate:
         with timer("old_logprobs"):
             self.old_logprobs(separate, meter)
             if pending:
-                anchor = meter.anchor(self.hp.peak_quantile)
+                anchor = meter.anchor(self.needs.anchor)
         with timer("update"):
             self._loss_calls([mb for epoch in epochs for mb in epoch], meter, metrics, anchor)
         metrics.add_entropies(meter.sums, meter.tokens)
@@ -232,8 +234,8 @@ class PolicyUpdate:
         if on_policy and not first_update:
             raise RuntimeError("old log-probs missing after an optimizer step")
         out = evaluate_tokens(self.engine.module, packed, self.train.temperature,
-                              entropies=ENTROPIES if on_policy else self.entropies,
-                              grad_entropies=self.grad_entropies, topp=self.topp)
+                              entropies=ENTROPIES if on_policy else self.needs.entropies,
+                              grad_entropies=self.needs.grad_entropies, topp=self.topp)
         tokens = float(response_tokens(rows))
         if on_policy:
             meter.add(out, packed.response_mask, tokens)

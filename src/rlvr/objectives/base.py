@@ -14,9 +14,79 @@ cut into calls and ranks. Without `totals` the batch is the whole mini-batch.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
+
+
+# ---- what an objective is configured with, and what it needs ------------------
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What the trainer computes for an objective's loss besides log-probs."""
+
+    entropies: frozenset[str] = frozenset()  # per-token entropies in the batch: "entropy", "topp_entropy"
+    grad_entropies: frozenset[str] = frozenset()  # those of them that carry gradient into the loss
+    # the nucleus of "topp_entropy" (also measured, without gradient, as a metric for every objective)
+    topp: tuple[float, int] = (0.8, 10000)
+    # the loss couples a question's responses through the policy (DisCO's scores):
+    # every loss call holds whole groups. Otherwise a row carries its group's rewards.
+    whole_groups: bool = False
+    reference_model: bool = False  # a frozen copy of the initial policy (ref_logp)
+    # a constant measured once, on the first step, from the top-p entropies of
+    # all its rollouts on every rank (SIREN's H_anchor): (h, mask) -> value
+    anchor: Callable[[torch.Tensor, torch.Tensor], float] | None = None
+
+
+@dataclass
+class ObjectiveParams:
+    """Settings every objective has. A `methods:` entry in params sets its
+    objective's dataclass (a subclass), keys the trainer does not own."""
+
+    objective: str = "grpo"  # a registered name (rlvr.objectives.registry)
+    # the rewards the objective sees (read by the rollout side, rlvr.groups)
+    incorrect_reward: float = 0.0  # reward of a wrong answer; DAPO: -1 (its reward is +1 / -1)
+    dynamic_sampling: bool = False  # DAPO: drop groups whose accuracies are all equal, refill from new questions
+    dynamic_sampling_rounds: int = 3  # extra rollout rounds at most per step
+    overlong_buffer: int = 0  # DAPO's soft overlong punishment over the last this many tokens (0 = off)
+
+    def needs(self) -> Needs:
+        return Needs()
+
+    def check(self, where: str, problems: list[str]) -> None:
+        """Append a line per problem (`where`: the method's params path)."""
+        if self.dynamic_sampling_rounds < 0:
+            problems.append(f"'{where}.dynamic_sampling_rounds' must be >= 0, got {self.dynamic_sampling_rounds}")
+
+    def replace(self, **changes) -> "ObjectiveParams":
+        return dataclasses.replace(self, **changes)
+
+
+def check_choice(where: str, key: str, value, valid: tuple, problems: list[str]) -> None:
+    if value not in valid:
+        close = difflib.get_close_matches(str(value), list(valid), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        problems.append(f"'{where}.{key}' has unknown value '{value}'{hint}; valid: {', '.join(map(str, valid))}")
+
+
+@dataclass
+class PolicyTermParams(ObjectiveParams):
+    """The PPO-clip policy term's settings (policy_term)."""
+
+    clip_low: float = 0.2  # rho is clipped to [1 - clip_low, 1 + clip_high]
+    clip_high: float = 0.2  # DAPO's clip-higher: 0.28
+    dual_clip: float | None = None  # cap for negative advantages: SIREN 3, DAPO (verl recipe) 10
+
+    def check(self, where: str, problems: list[str]) -> None:
+        super().check(where, problems)
+        if self.clip_low < 0 or self.clip_high < 0:
+            problems.append(f"'{where}': clip_low and clip_high must be >= 0, got {self.clip_low}, {self.clip_high}")
+        if self.dual_clip is not None and self.dual_clip <= 1:
+            problems.append(f"'{where}.dual_clip' must be > 1 (or null: off), got {self.dual_clip}")
 
 
 @dataclass(frozen=True)
@@ -135,6 +205,36 @@ def group_advantages(rewards: torch.Tensor, n: int, scale: bool = True, eps: flo
 def advantages(batch: PolicyBatch, scale: bool = True, eps: float = 1e-6) -> torch.Tensor:
     """The batch's per-row group advantages (whole groups or single rows)."""
     return row_advantages(batch.rewards, batch.group_rows(), scale, eps)
+
+
+# verl's names for how token losses become the loss (core_algos.agg_loss)
+AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+
+
+def aggregate(x: torch.Tensor, mask: torch.Tensor, mode: str, batch: PolicyBatch) -> torch.Tensor:
+    """Token values [N, T] to this call's share of the mini-batch's loss:
+    'token-mean' divides the sum by the mini-batch's real tokens (DAPO),
+    'seq-mean-token-mean' averages each response, then the responses (GRPO),
+    'seq-mean-token-sum-norm' divides the sum by responses x max length (Dr. GRPO, SIREN)."""
+    if mode == "token-mean":
+        return masked_sum(x, mask) / batch.total_tokens
+    if mode == "seq-mean-token-mean":
+        return seq_mean_then_mean(x, mask, batch.total_responses)
+    if mode == "seq-mean-token-sum-norm":
+        return seq_sum_norm(x, mask, batch.max_response_len, batch.total_responses)
+    raise ValueError(f"unknown aggregation '{mode}'; valid: {', '.join(AGGREGATIONS)}")
+
+
+def policy_term(batch: PolicyBatch, adv: torch.Tensor, p: PolicyTermParams, mode: str,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The PPO-clip policy loss every clipped objective shares: advantages `adv`
+    ([N] or per token [N, T]), the clip and dual clip of `p`, aggregated by
+    `mode` over `mask` (default: the real tokens). Returns the loss and its
+    clip fraction (over the same tokens)."""
+    mask = batch.mask if mask is None else mask
+    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, p.clip_low, p.clip_high,
+                                             dual_clip=p.dual_clip)
+    return aggregate(per_token, mask, mode, batch), {"clip_frac": token_mean(clipped.float(), mask).detach()}
 
 
 def clipped_policy_loss(logp, old_logp, adv, clip_low: float, clip_high: float, dual_clip: float | None = None):

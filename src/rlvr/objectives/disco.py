@@ -9,10 +9,33 @@ No clipping anywhere.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
-from rlvr.objectives.base import LossOutput, PolicyBatch, policy_kl, seq_mean
+from rlvr.objectives.base import LossOutput, Needs, ObjectiveParams, PolicyBatch, check_choice, policy_kl, seq_mean
+from rlvr.objectives.registry import register
+
+
+@dataclass
+class DiscoParams(ObjectiveParams):
+    score: str = "logl"  # the score of a response: logl (mean token log-likelihood) | lratio (likelihood ratio)
+    form: str = "dro"  # dro (a soft max over negatives) | basic (difference of means)
+    tau: float = 10.0  # the DRO form's temperature
+    delta: float = 1e-4  # the KL bound of the trust region
+    beta: float = 1e3  # the squared hinge's weight
+    kl_estimator: str = "kl"  # kl | low_var_kl
+
+    def needs(self) -> Needs:
+        return Needs(whole_groups=True)  # the DRO/basic objective compares a question's responses
+
+    def check(self, where: str, problems: list[str]) -> None:
+        super().check(where, problems)
+        check_choice(where, "score", self.score, ("logl", "lratio"), problems)
+        check_choice(where, "form", self.form, ("dro", "basic"), problems)
+        check_choice(where, "kl_estimator", self.kl_estimator, ("kl", "low_var_kl"), problems)
+        if self.tau <= 0:
+            problems.append(f"'{where}.tau' must be > 0, got {self.tau}")
 
 
 def scores(batch: PolicyBatch, score: str) -> torch.Tensor:
@@ -38,7 +61,8 @@ def question_objective(s: torch.Tensor, positive: torch.Tensor, form: str, tau: 
     raise ValueError(f"disco form must be 'basic' or 'dro', got '{form}'")
 
 
-def disco(batch: PolicyBatch, hp) -> LossOutput:
+@register("disco", DiscoParams)
+def disco(batch: PolicyBatch, hp: DiscoParams) -> LossOutput:
     """Loss = -(1/B) sum_q J_q + (beta/2) max(0, KL - delta)^2.
 
     Autograd of the squared hinge gives beta * max(0, KL - delta) * grad KL,

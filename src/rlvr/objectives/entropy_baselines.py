@@ -25,18 +25,27 @@ Shared by all five (SIREN's setting, exp_scripts/siren.sh):
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import torch
 
 from rlvr.objectives.base import (
     LossOutput,
+    Needs,
+    ObjectiveParams,
     PolicyBatch,
+    PolicyTermParams,
     advantages,
+    check_choice,
     clipped_policy_loss,
+    policy_term,
     seq_sum_norm,
     token_mean,
 )
+from rlvr.objectives.registry import register
 from rlvr.objectives.siren import peak_entropy_mask
+
+ENTROPY = frozenset({"entropy"})
 
 
 def _need_entropy(batch: PolicyBatch, name: str) -> torch.Tensor:
@@ -73,7 +82,16 @@ def batch_seed(batch: PolicyBatch) -> int:
     return int.from_bytes(h.digest(), "little") & ((1 << 63) - 1)
 
 
-def entropy_reg(batch: PolicyBatch, hp) -> LossOutput:
+@dataclass
+class EntropyRegParams(PolicyTermParams):
+    entropy_coef: float = 0.0  # weight of the entropy bonus (official: 0.005)
+
+    def needs(self) -> Needs:
+        return Needs(entropies=ENTROPY, grad_entropies=ENTROPY)
+
+
+@register("entropy_reg", EntropyRegParams)
+def entropy_reg(batch: PolicyBatch, hp: EntropyRegParams) -> LossOutput:
     """Naive entropy regularization (experiment_type 'naive_entropy_reg', use_siren=False).
 
         loss = P - entropy_coef * sum_{i,t} m_it H_it / (N * max_response_len)
@@ -86,17 +104,20 @@ def entropy_reg(batch: PolicyBatch, hp) -> LossOutput:
     coefficient: the script's entropy_coeff = 0.005.
     """
     h = _need_entropy(batch, "entropy_reg")
-    adv = advantages(batch, scale=False)
-    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
-                                             dual_clip=hp.dual_clip)
-    policy = seq_sum_norm(per_token, batch.mask, batch.max_response_len, batch.total_responses)
+    policy, metrics = policy_term(batch, advantages(batch, scale=False), hp, "seq-mean-token-sum-norm")
     bonus = seq_sum_norm(h, batch.mask, batch.max_response_len, batch.total_responses)
-    return LossOutput(policy - hp.entropy_coef * bonus, {
-        "clip_frac": _frac(clipped, batch.mask), "entropy_bonus": bonus.detach(),
-    })
+    return LossOutput(policy - hp.entropy_coef * bonus, {**metrics, "entropy_bonus": bonus.detach()})
 
 
-def clip_cov(batch: PolicyBatch, hp, generator: torch.Generator | None = None) -> LossOutput:
+@dataclass
+class ClipCovParams(PolicyTermParams):
+    cov_clip_ratio: float = 2e-4  # share of real tokens detached (at least 1), drawn from the band
+    cov_clip_bounds_low: float = 1.0  # the band: cov > low (strict)
+    cov_clip_bounds_high: float = 5.0  # the band: cov < high (strict)
+
+
+@register("clip_cov", ClipCovParams)
+def clip_cov(batch: PolicyBatch, hp: ClipCovParams, generator: torch.Generator | None = None) -> LossOutput:
     """Clip-Cov (Cui et al.; core_algos.compute_policy_loss_clip_cov).
 
     1. Per-token PPO loss l_it = max(-rho A, -clip(rho, 1-clip_low, 1+clip_high) A)
@@ -138,7 +159,14 @@ def clip_cov(batch: PolicyBatch, hp, generator: torch.Generator | None = None) -
     })
 
 
-def kl_cov(batch: PolicyBatch, hp) -> LossOutput:
+@dataclass
+class KLCovParams(ObjectiveParams):
+    kl_cov_ratio: float = 2e-4  # share of real tokens (top covariance, at least 1) given the KL term
+    kl_cov_coef: float = 1.0  # weight of |log p - log p_old| on the selected tokens
+
+
+@register("kl_cov", KLCovParams)
+def kl_cov(batch: PolicyBatch, hp: KLCovParams) -> LossOutput:
     """KL-Cov (Cui et al.; core_algos.compute_policy_loss_kl_cov).
 
         l_it = -rho_it A_i + kl_cov_coef * |log p_it - log p_old_it| * S_it
@@ -169,7 +197,22 @@ def kl_cov(batch: PolicyBatch, hp) -> LossOutput:
     })
 
 
-def entropy_adv(batch: PolicyBatch, hp) -> LossOutput:
+@dataclass
+class EntropyAdvParams(PolicyTermParams):
+    entropy_adv_alpha: float = 0.4  # A + min(alpha * H.detach(), |A| / kappa)
+    entropy_adv_kappa: float = 1.0  # SIREN's code uses 1 (Cheng et al. require kappa > 1)
+
+    def needs(self) -> Needs:
+        return Needs(entropies=ENTROPY)  # read only: it shapes the advantage
+
+    def check(self, where: str, problems: list[str]) -> None:
+        super().check(where, problems)
+        if self.entropy_adv_kappa <= 0:
+            problems.append(f"'{where}.entropy_adv_kappa' must be > 0, got {self.entropy_adv_kappa}")
+
+
+@register("entropy_adv", EntropyAdvParams)
+def entropy_adv(batch: PolicyBatch, hp: EntropyAdvParams) -> LossOutput:
     """Entropy-based advantage shaping (Cheng et al.; experiment_type 'baseline_entropy_adv').
 
         A'_it = A_i + min(entropy_adv_alpha * stopgrad(H_it), |A_i| / entropy_adv_kappa)
@@ -187,13 +230,8 @@ def entropy_adv(batch: PolicyBatch, hp) -> LossOutput:
     h = _need_entropy(batch, "entropy_adv").detach()
     adv = advantages(batch, scale=False).unsqueeze(-1)
     bonus = torch.minimum(hp.entropy_adv_alpha * h, adv.abs() / hp.entropy_adv_kappa)
-    shaped = adv + bonus
-    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, shaped, hp.clip_low, hp.clip_high,
-                                             dual_clip=hp.dual_clip)
-    loss = seq_sum_norm(per_token, batch.mask, batch.max_response_len, batch.total_responses)
-    return LossOutput(loss, {
-        "clip_frac": _frac(clipped, batch.mask), "entropy_adv_bonus": token_mean(bonus, batch.mask).detach(),
-    })
+    loss, metrics = policy_term(batch, adv + bonus, hp, "seq-mean-token-sum-norm")
+    return LossOutput(loss, {**metrics, "entropy_adv_bonus": token_mean(bonus, batch.mask).detach()})
 
 
 def forking_mask(h: torch.Tensor, mask: torch.Tensor, top_ratio: float, scope: str = "response") -> torch.Tensor:
@@ -216,7 +254,23 @@ def forking_mask(h: torch.Tensor, mask: torch.Tensor, top_ratio: float, scope: s
     raise ValueError(f"forking_scope must be 'response' or 'batch', got '{scope}'")
 
 
-def forking_80_20(batch: PolicyBatch, hp) -> LossOutput:
+@dataclass
+class ForkingParams(PolicyTermParams):
+    forking_top_ratio: float = 0.2  # keep the tokens with H above the (1 - ratio) quantile
+    forking_scope: str = "response"  # the quantile's tokens: 'response' (SIREN's code) | 'batch' (Wang et al.)
+
+    def needs(self) -> Needs:
+        return Needs(entropies=ENTROPY)  # read only: it selects tokens
+
+    def check(self, where: str, problems: list[str]) -> None:
+        super().check(where, problems)
+        check_choice(where, "forking_scope", self.forking_scope, ("response", "batch"), problems)
+        if not 0 < self.forking_top_ratio < 1:
+            problems.append(f"'{where}.forking_top_ratio' must be in (0, 1), got {self.forking_top_ratio}")
+
+
+@register("forking_80_20", ForkingParams)
+def forking_80_20(batch: PolicyBatch, hp: ForkingParams) -> LossOutput:
     """Policy gradient on the high-entropy "forking" tokens only (Wang et al.;
     experiment_type 'baseline_eighty_twenty').
 
@@ -233,11 +287,6 @@ def forking_80_20(batch: PolicyBatch, hp) -> LossOutput:
     """
     h = _need_entropy(batch, "forking_80_20")
     m = forking_mask(h, batch.mask, hp.forking_top_ratio, hp.forking_scope)
-    adv = advantages(batch, scale=False)
-    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
-                                             dual_clip=hp.dual_clip)
-    keep = batch.mask * m
-    loss = seq_sum_norm(per_token, keep, batch.max_response_len, batch.total_responses)
-    return LossOutput(loss, {
-        "clip_frac": token_mean(clipped.float(), keep).detach(), "forking_frac": _frac(m, batch.mask),
-    })
+    loss, metrics = policy_term(batch, advantages(batch, scale=False), hp, "seq-mean-token-sum-norm",
+                                mask=batch.mask * m)
+    return LossOutput(loss, {**metrics, "forking_frac": _frac(m, batch.mask)})

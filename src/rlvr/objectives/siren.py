@@ -9,16 +9,32 @@ sequence), and H_anchor is the initial policy's value (how much).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
+
 import torch
 
-from rlvr.objectives.base import (
-    LossOutput,
-    PolicyBatch,
-    advantages,
-    clipped_policy_loss,
-    seq_sum_norm,
-    token_mean,
-)
+from rlvr.objectives.base import LossOutput, Needs, PolicyBatch, PolicyTermParams, advantages, policy_term
+from rlvr.objectives.registry import register
+
+
+@dataclass
+class SirenParams(PolicyTermParams):
+    entropy_coef: float = 0.0  # weight of the regularizer (agg(H, M) - H_anchor)^2
+    entropy_top_p: float = 0.8  # the nucleus H is measured over
+    entropy_top_k: int = 10000  # at most this many tokens in it
+    peak_quantile: float = 0.8  # M keeps each response's tokens above this quantile of H
+
+    def needs(self) -> Needs:
+        top_p = frozenset({"topp_entropy"})
+        return Needs(entropies=top_p, grad_entropies=top_p, topp=(self.entropy_top_p, self.entropy_top_k),
+                     anchor=partial(anchor_value, quantile=self.peak_quantile))
+
+    def check(self, where: str, problems: list[str]) -> None:
+        super().check(where, problems)
+        if not (0 < self.entropy_top_p <= 1 and self.entropy_top_k >= 1 and 0 <= self.peak_quantile < 1):
+            problems.append(f"'{where}': entropy_top_p in (0, 1], entropy_top_k >= 1 and peak_quantile in [0, 1), "
+                            f"got {self.entropy_top_p}, {self.entropy_top_k}, {self.peak_quantile}")
 
 
 def peak_entropy_mask(h: torch.Tensor, mask: torch.Tensor, quantile: float = 0.8) -> torch.Tensor:
@@ -47,7 +63,8 @@ def anchor_value(h: torch.Tensor, mask: torch.Tensor, quantile: float = 0.8) -> 
         return aggregate(h, peak_entropy_mask(h, mask, quantile)).item()
 
 
-def siren(batch: PolicyBatch, hp) -> LossOutput:
+@register("siren", SirenParams)
+def siren(batch: PolicyBatch, hp: SirenParams) -> LossOutput:
     """Loss = P + entropy_coef * (agg(H, M) - H_anchor)^2.
 
     P, the policy term, is the official loss_agg_mode seq-mean-token-sum-norm:
@@ -62,14 +79,9 @@ def siren(batch: PolicyBatch, hp) -> LossOutput:
         raise ValueError("siren needs the top-p entropy (topp_entropy) and the anchor (entropy_anchor)")
     if batch.max_response_len <= 0:
         raise ValueError("siren needs max_response_len > 0 (seq-mean-token-sum-norm)")
-    adv = advantages(batch, scale=False)
-    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
-                                             dual_clip=hp.dual_clip)
-    policy = seq_sum_norm(per_token, batch.mask, batch.max_response_len, batch.total_responses)
+    policy, metrics = policy_term(batch, advantages(batch, scale=False), hp, "seq-mean-token-sum-norm")
     m = peak_entropy_mask(batch.topp_entropy, batch.mask, hp.peak_quantile)
     agg = aggregate(batch.topp_entropy, m)
     reg = (agg - batch.entropy_anchor) ** 2
-    return LossOutput(policy + hp.entropy_coef * batch.share * reg, {
-        "clip_frac": token_mean(clipped.float(), batch.mask).detach(),
-        "siren_entropy": agg.detach(), "siren_reg": reg.detach(),
-    })
+    return LossOutput(policy + hp.entropy_coef * batch.share * reg,
+                      {**metrics, "siren_entropy": agg.detach(), "siren_reg": reg.detach()})
