@@ -223,7 +223,8 @@ def test_method_config_errors(setup):
         parse_recipe(bad)
     msg = str(e.value)
     for needle in ("responses_per_question must be >= 2", "must divide 'train.questions_per_step'",
-                   "must be below 'engine.max_model_len'", "did you mean 'objective'", "did you mean 'dro'"):
+                   "must be below 'engine.max_model_len'", "did you mean 'methods.grpo.objective'",
+                   "did you mean 'dro'"):
         assert needle in msg, needle
     with pytest.raises(ConfigError, match="did you mean 'disco_logl'"):
         method_config(params, "disco_log")
