@@ -72,7 +72,7 @@ def tiny_qwen2(vocab: int, device, dtype):
 
 
 def synthetic_groups(n_groups: int, n: int, vocab: int, max_len: int, seed: int = 0):
-    from rlvr.groups import Group
+    from rlvr.rollout_groups import Group
 
     g = torch.Generator().manual_seed(seed)
     out = []
@@ -108,7 +108,8 @@ def check_objective_steps(device, cpu: bool) -> None:
     from rlvr.distributed import Ranks
     from rlvr.objectives.registry import objective
     from rlvr.step_metrics import StepMetrics
-    from rlvr.trainer import PhaseTimer, adamw, deepspeed_config
+    from rlvr.train_engine import adamw, deepspeed_config
+    from rlvr.trainer import PhaseTimer
     from rlvr.update import PolicyUpdate
 
     vocab = 151936
@@ -318,7 +319,7 @@ def check_checkpoint(device, cpu: bool) -> None:
     from rlvr import checkpoint
     from rlvr.config import TrainParams
     from rlvr.distributed import Ranks
-    from rlvr.trainer import adamw, deepspeed_config
+    from rlvr.train_engine import adamw, deepspeed_config
 
     t = TrainParams(bf16=not cpu, zero_stage=0 if cpu else 2, lr=1e-3)
     model = tiny_qwen2(1000, device, torch.bfloat16 if t.bf16 else torch.float32)

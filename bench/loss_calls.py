@@ -50,7 +50,7 @@ def main() -> int:
 
     from rlvr.params import load_params
     from rlvr.methods import method_config
-    from rlvr.rollout import RolloutEngine
+    from rlvr.rollout_engine import RolloutEngine
     from rlvr.trainer import PhaseTimer, Trainer
 
     params = load_params(ROOT / "params.yaml")
@@ -59,7 +59,7 @@ def main() -> int:
         base.train, questions_per_step=base.train.questions_per_step * args.steps, checkpoint_every=10**6))
     engine = RolloutEngine.from_params(MODEL, params.engine, params.model.dtype)
     with tempfile.TemporaryDirectory() as tmp:
-        probe = Trainer(params, base, MODEL, Path(tmp) / "probe", Path(tmp) / "final", vllm=engine)
+        probe = Trainer(params, base, MODEL, Path(tmp) / "probe", Path(tmp) / "final", rollout_engine=engine)
         probe.setup()
         groups = probe.collector.collect(PhaseTimer()).groups
         probe.verifier.close()
@@ -72,7 +72,7 @@ def main() -> int:
                     continue
                 mc = dataclasses.replace(base, train=dataclasses.replace(base.train, max_tokens_per_call=budget,
                                                                          padding_free=flat))
-                tr = Trainer(params, mc, MODEL, Path(tmp) / f"b{budget}{flat}", Path(tmp) / "final", vllm=engine)
+                tr = Trainer(params, mc, MODEL, Path(tmp) / f"b{budget}{flat}", Path(tmp) / "final", rollout_engine=engine)
                 tr.setup()
                 rows[budget, flat].append(tr.step(0, groups=copy.deepcopy(groups)))
                 tr.verifier.close()

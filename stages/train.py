@@ -10,7 +10,7 @@ from rlvr.methods import check_methods, method_config
 from rlvr.launch import relaunch
 from rlvr.memory import check_this_gpu
 from rlvr.runs import Run
-from rlvr.training import run_training
+from rlvr.train_stage import run_training
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)

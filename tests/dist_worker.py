@@ -18,8 +18,8 @@ from rlvr import distributed
 from rlvr.methods import method_config
 from rlvr.params import parse_params
 from rlvr.data.prepare import prepare
-from rlvr.groups import Group, share_unit
-from rlvr.rollout import RolloutEngine
+from rlvr.rollout_groups import Group, share_unit
+from rlvr.rollout_engine import RolloutEngine
 from rlvr.trainer import PhaseTimer, Trainer
 
 METHODS = {
@@ -32,7 +32,7 @@ METHODS = {
 }
 B, N, MINI = 4, 4, 2  # two optimizer steps per rollout step: the second one is off-policy
 # The objectives whose official grain is the mini-batch take mini-batches of one
-# question: on 2 ranks each rank trains half of its responses (rlvr.groups.
+# question: on 2 ranks each rank trains half of its responses (rlvr.rollout_groups.
 # rows_shared), cut into token-budget calls of one or two; 1 rank makes one call
 # per group. The others keep whole-group calls of MINI questions on both.
 BINS = {"max_tokens_per_call": 40}
@@ -84,14 +84,14 @@ def main():
     vllm = RolloutEngine(args.model, dtype="float32", max_model_len=512, kv_cache_gib=1, seed=ranks.rank)
     for name in METHODS if args.mode == "step" else ["grpo"]:
         tr = Trainer(params, method_config(params, name), args.model, out / name / f"w{ranks.world}",
-                     out / name / "final", vllm=vllm)
+                     out / name / "final", rollout_engine=vllm)
         tr.setup()
         if args.mode == "sample":
             got = tr.collector.collect(PhaseTimer()).groups
             (out / f"sample_rank{ranks.rank}.json").write_text(json.dumps(
                 {"ids": [g.record.id for g in got], "responses": [g.responses for g in got]}))
         else:
-            unit = share_unit(tr.t, ranks.world)
+            unit = share_unit(tr.settings, ranks.world)
             mine = ranks.share(fixed_groups(tr.tokenizer, tr.sampler.records), unit)
             row = tr.step(0, groups=copy.deepcopy(mine))
             if ranks.main:

@@ -9,7 +9,7 @@ import torch
 from device_audit import DeviceAudit, to_device
 from rlvr.config import TrainParams
 from rlvr.distributed import Ranks
-from rlvr.groups import Group
+from rlvr.rollout_groups import Group
 from rlvr.objectives.registry import objective, settings
 from rlvr.policy import evaluate_tokens, pack
 from rlvr.step_metrics import StepMetrics

@@ -131,3 +131,15 @@ def test_the_train_stage_depends_on_every_objective_module(tmp_path):
     assert "src/rlvr/objectives" in dvc["stages"]["train"]["deps"]
     script, _ = stage_scripts(dvc)["train"]
     assert set((SRC / "rlvr" / "objectives").glob("*.py")) <= closure(script)
+
+
+def test_layers_have_no_back_edges():
+    """The params schema imports nothing else of rlvr, and the components the
+    update drives (the model's forward, the rollout engine and groups, the
+    loss-call plan) import no objective: what an objective needs reaches
+    them as values (ObjectiveParams.needs)."""
+    rlvr = SRC / "rlvr"
+    assert closure(rlvr / "config.py") == set()
+    for component in ("policy.py", "rollout_engine.py", "rollout_groups.py", "loss_calls.py", "params.py",
+                      "evaluation.py"):
+        assert not {f for f in closure(rlvr / component) if "objectives" in f.parts}, component

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 @pytest.fixture(scope="module")
 def cuda_engine(tiny_model):
     from rlvr import distributed
-    from rlvr.rollout import RolloutEngine
+    from rlvr.rollout_engine import RolloutEngine
 
     distributed.init(600)
     return RolloutEngine(str(tiny_model), dtype="bfloat16", max_model_len=512, enforce_eager=False, seed=0,
@@ -34,7 +34,7 @@ def cuda_engine(tiny_model):
 def test_weight_push_into_a_sleeping_engine(cuda_engine, tiny_model):
     """Sleep (level 2), wake the weights, push, wake the KV cache: the engine
     generates with the pushed weights (the same weights give the same greedy text)."""
-    from rlvr.rollout import load_safetensors
+    from rlvr.rollout_engine import load_safetensors
 
     before = cuda_engine.generate(["1 + 1 ="], n=1, temperature=0.0, top_p=1.0, max_tokens=8, progress=False)
     free_awake = torch.cuda.mem_get_info()[0]
@@ -67,7 +67,7 @@ def test_trainer_step_on_cuda(cuda_engine, tiny_model, tmp_path, name):
     params = parse_params(raw)
     prepare(params.data)
     trainer = Trainer(params, method_config(params, name), str(tiny_model), tmp_path / "run", tmp_path / "final",
-                      vllm=cuda_engine)
+                      rollout_engine=cuda_engine)
     rows = trainer.train()
     assert [r["step"] for r in rows] == [1, 2]
     assert all(r["loss"] == r["loss"] and r.get("skipped_updates", 0) == 0 for r in rows)

@@ -3,7 +3,7 @@
 import pytest
 
 from rlvr.config import TrainParams
-from rlvr.groups import Group
+from rlvr.rollout_groups import Group
 from rlvr.loss_calls import fill_bins, padded_tokens, plan_calls, rows_of, split_to
 
 

@@ -8,7 +8,7 @@ from conftest import every_setting
 
 from rlvr.objectives.base import MiniBatchTotals, ObjectiveParams, PolicyBatch, group_advantages, policy_kl, seq_mean, token_mean
 from rlvr.objectives.disco import disco, scores
-from rlvr.groups import overlong_penalty
+from rlvr.rollout_groups import overlong_penalty
 from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er, grpo_rw, reweighted_advantages
 from rlvr.objectives.registry import objectives, settings
 from rlvr.objectives.siren import aggregate, anchor_value, peak_entropy_mask, siren
@@ -355,7 +355,7 @@ def test_every_objective_registered_and_differentiable():
 
 def test_dapo_reward_is_plus_minus_one_and_the_filter_reads_accuracy():
     from rlvr.data.records import Record
-    from rlvr.groups import Group, shaped_rewards
+    from rlvr.rollout_groups import Group, shaped_rewards
 
     hp_dapo = ObjectiveParams(incorrect_reward=-1.0, overlong_buffer=4)
     # lengths 5 and 8 of max 8 (buffer 4 from 4): penalties -0.25 and -1

@@ -13,7 +13,7 @@ import yaml
 
 from conftest import REPO
 from rlvr.config import TrainParams
-from rlvr.groups import shaped_rewards
+from rlvr.rollout_groups import shaped_rewards
 from rlvr.methods import method_config
 from rlvr.objectives.base import ObjectiveParams, PolicyBatch
 from rlvr.objectives.registry import objective, settings

@@ -52,7 +52,7 @@ def tiny_params(tmp_path: Path, methods=None):
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, tiny_model):
     from rlvr.data.prepare import prepare
-    from rlvr.rollout import RolloutEngine
+    from rlvr.rollout_engine import RolloutEngine
 
     tmp = tmp_path_factory.mktemp("train")
     params = parse_params(tiny_params(tmp))
@@ -67,7 +67,7 @@ def test_two_steps_of_every_method(setup, tiny_model, name):
 
     params, engine, tmp = setup
     method = method_config(params, name)
-    trainer = Trainer(params, method, str(tiny_model), tmp / "runs" / name, tmp / "models" / name, vllm=engine)
+    trainer = Trainer(params, method, str(tiny_model), tmp / "runs" / name, tmp / "models" / name, rollout_engine=engine)
     rows = trainer.train()
     assert [r["step"] for r in rows] == [1, 2]
     # every key the objective returns is recorded (DisCO's kl_active, GRPO's kl_ref, ...)
@@ -97,7 +97,7 @@ def _one_step(params, method, model, engine, run_dir, groups, full_old_pass: boo
 
     from rlvr.trainer import Trainer
 
-    tr = Trainer(params, method, str(model), run_dir, run_dir / "final", vllm=engine)
+    tr = Trainer(params, method, str(model), run_dir, run_dir / "final", rollout_engine=engine)
     tr.setup()
     tr.update.reuse_first_forward = not full_old_pass
     try:
@@ -115,7 +115,7 @@ def fixed_groups(setup, tiny_model, tmp_path_factory):
 
     params, engine, _ = setup
     tmp = tmp_path_factory.mktemp("probe")
-    probe = Trainer(params, method_config(params, "grpo"), str(tiny_model), tmp / "run", tmp / "final", vllm=engine)
+    probe = Trainer(params, method_config(params, "grpo"), str(tiny_model), tmp / "run", tmp / "final", rollout_engine=engine)
     probe.setup()
     groups = probe.collector.collect(PhaseTimer()).groups
     probe.verifier.close()
@@ -293,10 +293,10 @@ def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
     params, engine, _ = setup
     method = method_config(params, "dr_grpo")
     method.train.steps = 1
-    Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", vllm=engine).train()
+    Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", rollout_engine=engine).train()
     method.train.lr = 5e-5
     method.train.steps = 2
-    tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", vllm=engine)
+    tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", rollout_engine=engine)
     rows = tr.train()
     assert [r["step"] for r in rows] == [1, 2]  # not resumed from step 1
 
@@ -317,7 +317,7 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_
     method = method_config(params, "nan")
     method.train.steps = 5
     method.train.max_bad_steps = 2
-    tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", vllm=engine)
+    tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", rollout_engine=engine)
     with pytest.raises(TrainingStopped, match="2 steps in a row had non-finite losses"):
         tr.train()
     with open(tmp_path / "r" / "steps.csv") as f:
@@ -358,10 +358,10 @@ def test_validation_keeps_only_the_best_snapshot(setup, tiny_model, tmp_path, mo
 
     monkeypatch.setattr(Evaluator, "evaluate", fake_evaluate)
     snapshots_seen = []
-    monkeypatch.setattr(Trainer, "_prune_snapshots", lambda self, f=Trainer._prune_snapshots: (
+    monkeypatch.setattr(Trainer, "prune_snapshots", lambda self, f=Trainer.prune_snapshots: (
         snapshots_seen.append(sorted(p.name for p in self.snapshots.root.glob("step_*"))), f(self))[1])
     run_dir, final = tmp_path / "runs/grpo", tmp_path / "models/grpo"
-    rows = Trainer(params, method_config(params, "grpo"), str(tiny_model), run_dir, final, vllm=engine).train()
+    rows = Trainer(params, method_config(params, "grpo"), str(tiny_model), run_dir, final, rollout_engine=engine).train()
     assert [r["val_avg@k"] for r in rows] == [0.5, 0.7, 0.6, 0.7]
     assert seen[0] == ("validate step 1", ["validation"], params.validation.k)
     assert snapshots_seen == [["step_000001", "step_000002"], ["step_000002"]]  # before each prune at checkpoints
@@ -385,7 +385,7 @@ def test_a_resumed_run_keeps_the_best_its_checkpoint_names(setup, tiny_model, tm
     params = _validated_params(tmp_path)
     scores = iter([0.5, 0.7, 0.9, 0.6, 0.8])  # the killed run's steps 1-3, then the resumed run's 3-4
     monkeypatch.setattr(Evaluator, "evaluate", lambda self, label: ({"mean": {"avg@k": next(scores)}}, [], []))
-    save = Trainer._save_snapshot
+    save = Trainer.save_snapshot
 
     def killed_after_step_3(self, step):
         save(self, step)
@@ -394,16 +394,16 @@ def test_a_resumed_run_keeps_the_best_its_checkpoint_names(setup, tiny_model, tm
 
     run_dir, final = tmp_path / "runs/grpo", tmp_path / "models/grpo"
     method = method_config(params, "grpo")
-    monkeypatch.setattr(Trainer, "_save_snapshot", killed_after_step_3)
+    monkeypatch.setattr(Trainer, "save_snapshot", killed_after_step_3)
     with pytest.raises(KeyboardInterrupt):
-        Trainer(params, method, str(tiny_model), run_dir, final, vllm=engine).train()
+        Trainer(params, method, str(tiny_model), run_dir, final, rollout_engine=engine).train()
     assert sorted(p.name for p in (run_dir / "snapshots").iterdir()) == ["step_000002", "step_000003"]
-    monkeypatch.setattr(Trainer, "_save_snapshot", save)
-    resumed = Trainer(params, method, str(tiny_model), run_dir, final, vllm=engine)
+    monkeypatch.setattr(Trainer, "save_snapshot", save)
+    resumed = Trainer(params, method, str(tiny_model), run_dir, final, rollout_engine=engine)
     assert resumed.setup() == 2 and resumed.best == {"step": 2, "score": 0.7}
     assert sorted(p.name for p in (run_dir / "snapshots").iterdir()) == ["step_000002"]
     resumed.verifier.close()
-    Trainer(params, method, str(tiny_model), run_dir, final, vllm=engine).train()
+    Trainer(params, method, str(tiny_model), run_dir, final, rollout_engine=engine).train()
     listed = json.loads((final / "snapshots.json").read_text())
     assert [(s["step"], s["best"], s["validation"]) for s in listed] == [(4, True, 0.8)]
     assert list((run_dir / "snapshots").iterdir()) == []  # the final model is the best: no snapshot kept
@@ -464,5 +464,5 @@ def test_a_new_objective_is_one_module_and_a_params_entry(setup, tiny_model, tmp
     assert "'methods.bad.weight' must be > 0" in str(e.value) and "did you mean 'methods.bad.weight'" in str(e.value)
 
     method.train.steps = 1
-    rows = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", vllm=engine).train()
+    rows = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", rollout_engine=engine).train()
     assert rows[0]["halved_weight"] == pytest.approx(0.25) and math.isfinite(rows[0]["loss"])

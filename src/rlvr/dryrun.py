@@ -83,7 +83,7 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
     from rlvr.data.prepare import prepare
     from rlvr.evaluation import run_evaluation
     from rlvr.model import materialize
-    from rlvr.rollout import RolloutEngine
+    from rlvr.rollout_engine import RolloutEngine
     from rlvr.runs import Run
     from rlvr.trainer import Trainer
 
@@ -95,16 +95,16 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
     params = parse_recipe(raw)
     counts = prepare(params.data)
     base = materialize(params.model.source, params.model.out_dir, params.model.dtype)
-    vllm = RolloutEngine.from_params(str(base), params.engine, params.model.dtype)
+    engine = RolloutEngine.from_params(str(base), params.engine, params.model.dtype)
     report = {"architecture": arch, "rows": counts, "methods": {}}
     for name in params.extra["methods"]:
         method = method_config(params, name)
         run = Run(name, 0)
-        trainer = Trainer(params, method, str(base), work / run.run_dir, work / run.model_dir, vllm=vllm,
+        trainer = Trainer(params, method, str(base), work / run.run_dir, work / run.model_dir, rollout_engine=engine,
                           steps_file=work / run.train_dir / "steps.csv")
         rows = trainer.train()
         ds = trainer.ds_engine
-        evaluated = run_evaluation(work / run.model_dir, params, work / run.eval_dir, vllm=vllm)
+        evaluated = run_evaluation(work / run.model_dir, params, work / run.eval_dir, rollout_engine=engine)
         report["methods"][name] = {
             "steps": [r["step"] for r in rows], "lr": [r["lr"] for r in rows],
             "zero_stage": ds.zero_optimization_stage(), "bf16": ds.bfloat16_enabled(),

@@ -22,7 +22,7 @@ from rlvr.atomic import write_json
 from rlvr.config import EvalParams, Params, ValidationParams, settings_hash
 from rlvr.data.prompts import build_prompt
 from rlvr.data.records import Record, read_records, write_jsonl
-from rlvr.metrics import mean_over, summarize
+from rlvr.eval_metrics import mean_over, summarize
 from rlvr.rewards import GroupGrade, Verifier
 from rlvr.run_files import SNAPSHOTS  # written by the trainer beside the final model
 
@@ -83,19 +83,19 @@ class Evaluator:
     checkpoints. `sets` and `profile` default to the test sets and eval:; the
     trainer passes the held-out validation set, validation: and its own engine."""
 
-    def __init__(self, params: Params, model_path: str, vllm=None, sets: dict[str, list[Record]] | None = None,
+    def __init__(self, params: Params, model_path: str, rollout_engine=None, sets: dict[str, list[Record]] | None = None,
                  profile: EvalParams | ValidationParams | None = None):
-        from rlvr.rollout import RolloutEngine
+        from rlvr.rollout_engine import RolloutEngine
 
         self.params, self.ranks = params, distributed.ranks_from_env()
         self.sets = eval_sets(params) if sets is None else sets
         self.profile = params.eval if profile is None else profile
         self.problems = [(name, r) for name, recs in self.sets.items() for r in recs]
         # Alone on its GPU: the evaluation engine takes eval.gpu_memory_utilization, not training's share.
-        self.vllm = vllm or RolloutEngine.from_params(model_path, params.engine, params.model.dtype,
+        self.rollout_engine = rollout_engine or RolloutEngine.from_params(model_path, params.engine, params.model.dtype,
                                                       seed=params.engine.seed + self.ranks.rank,
                                                       gpu_memory_utilization=params.eval.gpu_memory_utilization)
-        self.tokenizer = self.vllm.tokenizer
+        self.tokenizer = self.rollout_engine.tokenizer
 
     def settings_id(self) -> str:
         """What evaluation results depend on besides the weights."""
@@ -110,7 +110,7 @@ class Evaluator:
         prompts = [build_prompt(r.problem, self.tokenizer, self.params.prompt) for _, r in mine]
         counts = [ev.k_for(name) for name, _ in mine]
         t0 = time.perf_counter()
-        completions = self.vllm.generate(prompts, n=counts, temperature=ev.temperature, top_p=ev.top_p,
+        completions = self.rollout_engine.generate(prompts, n=counts, temperature=ev.temperature, top_p=ev.top_p,
                                          max_tokens=ev.max_new_tokens, progress=self.ranks.main)
         gen_s = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -133,7 +133,7 @@ class Evaluator:
             "k_per_set": {name: ev.k_for(name) for name in self.sets},
             "mean": mean_over({n: {k: v for k, v in m.items() if k != "levels"} for n, m in per_set.items()}),
             "benchmarks": per_set,
-            "generation": _generation_stats(completions, max(p[3] for p in parts), self.vllm.start_seconds),
+            "generation": _generation_stats(completions, max(p[3] for p in parts), self.rollout_engine.start_seconds),
             "verifier": {**verifier_counts, "seconds": round(max(p[4] for p in parts), 2)},
             "ranks": self.ranks.world,
         }
@@ -148,17 +148,17 @@ def _interleave(parts: list[list]) -> list:
     return out
 
 
-def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, vllm=None) -> dict:
+def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, rollout_engine=None) -> dict:
     """Evaluate the model and, for a trained run, its best-on-validation
     snapshot unless already evaluated under these settings. Rank 0 writes
     samples.jsonl and metrics.json (the final model) and by_step.json (the
     snapshot and the final model, with their validation scores)."""
-    from rlvr.rollout import load_safetensors
+    from rlvr.rollout_engine import load_safetensors
 
     model_path, out_dir = Path(model_path), Path(out_dir)
-    evaluator = Evaluator(params, str(model_path), vllm)
-    if vllm is not None:  # an engine passed in holds whatever it held last
-        vllm.load_weights(load_safetensors(model_path))
+    evaluator = Evaluator(params, str(model_path), rollout_engine)
+    if rollout_engine is not None:  # an engine passed in holds whatever it held last
+        rollout_engine.load_weights(load_safetensors(model_path))
     snapshots = _snapshots(model_path)
     by_step = _load_by_step(out_dir / BY_STEP, evaluator.settings_id(), snapshots)
     swapped = False  # the engine holds a snapshot's weights, not the model's
@@ -170,12 +170,12 @@ def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, 
             raise FileNotFoundError(
                 f"snapshot {snap_dir} (step {snap['step']}) is missing: it is part of the train stage's output; "
                 f"restore it with `dvc pull` or `dvc checkout`, or retrain (dvc repro -f train@...)")
-        evaluator.vllm.load_weights(load_safetensors(snap_dir))
+        evaluator.rollout_engine.load_weights(load_safetensors(snap_dir))
         swapped = True
         metrics, _, problems = evaluator.evaluate(f"step {snap['step']}")
         _keep(by_step, snap, metrics, problems, out_dir, evaluator.ranks)
     if swapped:
-        evaluator.vllm.load_weights(load_safetensors(model_path))
+        evaluator.rollout_engine.load_weights(load_safetensors(model_path))
     metrics, rows, problems = evaluator.evaluate("final")
     if evaluator.ranks.main:
         metrics["model"] = str(model_path)

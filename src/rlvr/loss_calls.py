@@ -22,7 +22,7 @@ or, with nothing left to split, makes empty calls.
 from __future__ import annotations
 
 from rlvr import distributed
-from rlvr.groups import Group
+from rlvr.rollout_groups import Group
 
 Row = tuple[Group, int]
 

@@ -97,7 +97,7 @@ def model_shape(params: Params) -> ModelShape:
 
 # Fixed costs, in bytes.
 CUDA_OVERHEAD = 3 * GIB  # CUDA context, NCCL buffers, allocator slack
-REDUCE_BUCKET = 200_000_000  # elements: DeepSpeed's reduce / all-gather bucket size (rlvr.trainer.deepspeed_config)
+REDUCE_BUCKET = 200_000_000  # elements: DeepSpeed's reduce / all-gather bucket size (rlvr.train_engine.deepspeed_config)
 VLLM_ASLEEP = 1 * GIB  # what a sleeping engine keeps (CUDA graph pools, its allocator's slack)
 HEAD_BLOCK = HEAD_BLOCK_LOGITS  # float32 logits per LM-head row block on a GPU
 

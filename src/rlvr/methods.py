@@ -93,7 +93,7 @@ def check_rank_shares(where: str, t: TrainParams, name: str, whole_groups: bool,
                       problems: list[str]) -> None:
     """Each rank takes an equal share of every mini-batch: whole questions, or,
     with token-budget calls and an objective that needs no whole group, an
-    equal slice of its responses (rlvr.groups.rows_shared)."""
+    equal slice of its responses (rlvr.rollout_groups.rows_shared)."""
     m, n, ranks = t.mini_batch_questions, t.responses_per_question, f"the number of ranks ({world} = " \
         "launcher.procs_per_node x launcher.nodes)"
     if m < 1:

@@ -69,6 +69,16 @@ class Snapshots:
         marker = self.dir(step) / SNAPSHOT_ID
         return marker.exists() and json.loads(marker.read_text())["id"] == self.identity(step)
 
+    def prune(self, keep_step: int | None) -> None:
+        """Delete every snapshot but `keep_step`'s (the best the last checkpoint
+        records: a run resumed from it may need no other)."""
+        if not self.root.exists():
+            return
+        keep = self.dir(keep_step) if keep_step is not None else None
+        for d in self.root.iterdir():
+            if d != keep:
+                shutil.rmtree(d, ignore_errors=True)
+
     def link_into(self, final_dir: Path, best: dict | None, final_step: int, validation: dict[int, float]) -> None:
         """Hard-link the best-on-validation snapshot into the final model's
         directory (unless the best is the final step) and list what the

@@ -2,23 +2,21 @@
 
 One rollout step, on every rank of a data-parallel job (one rank without a launcher):
   1. this rank's share of the step's B questions, n responses each from its
-     own vLLM engine (pi_old), graded and shaped (rlvr.groups)
-  2. pi_old's log-probs from the training model: a no-grad pass for every
-     mini-batch but the first, which takes them from its own update forward
-  3. epochs x mini-batches; each rank holds its share of every mini-batch,
-     split into micro-batches of whole groups (all n responses of a question
-     in one loss call); DeepSpeed averages the gradients of all loss calls of
-     all ranks and steps the optimizer once per mini-batch
-  4. the new weights pushed into this rank's vLLM engine in place
-  5. metrics reduced over ranks (rlvr.step_metrics); rank 0 writes them
-  6. every train.eval_every steps and at the last: validation, the light
+     own vLLM engine (pi_old), graded and shaped (rlvr.rollout_groups)
+  2. the update (rlvr.update): pi_old's log-probs, then epochs x mini-batches
+     of loss calls, one optimizer step per mini-batch; the objective's
+     settings say what the loss needs (entropies, whole groups, a reference
+     model, an anchor), so nothing here knows an objective by name
+  3. the new weights pushed into this rank's vLLM engine in place
+  4. metrics reduced over ranks (rlvr.step_metrics); rank 0 writes them
+  5. every train.eval_every steps and at the last: validation, the light
      profile (validation:) on the problems held out of the training mixture,
      in the same engine; a step that beats every earlier one is kept as an
      HF snapshot (the best on validation), the one it beats is deleted once a
      checkpoint records the new best
 
-Rank 0 alone writes steps.csv, MLflow, snapshots and the final model;
-checkpoints are collective.
+Rank 0 alone writes steps.csv, MLflow, snapshots and the final model
+(rlvr.run_files); checkpoints are collective.
 """
 
 from __future__ import annotations
@@ -38,16 +36,15 @@ import torch
 from tqdm.auto import tqdm
 
 from rlvr import checkpoint, distributed
-from rlvr.methods import MethodConfig
 from rlvr.config import Params, settings_hash
 from rlvr.data.records import read_records
-from rlvr.groups import Collected, Group, QuestionSampler, RolloutCollector, training_groups
-from rlvr.memory import REDUCE_BUCKET
-from rlvr.objectives.registry import objective
-from rlvr.policy import attention_implementation
+from rlvr.methods import MethodConfig
+from rlvr.objectives import registry
 from rlvr.rewards import Verifier
+from rlvr.rollout_groups import Collected, Group, QuestionSampler, RolloutCollector, training_groups
 from rlvr.run_files import Snapshots, StepLog
 from rlvr.step_metrics import PHASES, StepMetrics
+from rlvr.train_engine import policy_engines
 from rlvr.update import PolicyUpdate
 
 
@@ -74,33 +71,6 @@ def warmup_lr(step: int, lr: float, warmup_steps: int) -> float:
     return lr if warmup_steps <= 0 else lr * min(1.0, step / warmup_steps)
 
 
-def deepspeed_config(t, world: int) -> dict:
-    return {
-        # The trainer sizes its loss calls (rlvr.loss_calls) and owns the
-        # accumulation boundary: a mini-batch's number of calls follows its
-        # lengths, so DeepSpeed steps the optimizer when told (engine.step()).
-        "train_micro_batch_size_per_gpu": 1,
-        "gradient_accumulation_steps": 1,
-        "train_batch_size": world,
-        "managed_gradient_accumulation": False,
-        "gradient_clipping": t.grad_clip,
-        # buckets sized as rlvr.memory counts them (DeepSpeed's default is 5e8 elements)
-        "zero_optimization": {"stage": t.zero_stage, "reduce_bucket_size": REDUCE_BUCKET,
-                              "allgather_bucket_size": REDUCE_BUCKET},
-        "bf16": {"enabled": t.bf16},
-        "steps_per_print": 10**9,
-        "wall_clock_breakdown": False,
-    }
-
-
-def adamw(model, t) -> torch.optim.AdamW:
-    """AdamW with torch's fused kernel (CPU and CUDA): one pass over the
-    parameters instead of a dozen, ~7x faster per step on CPU. DeepSpeed's
-    ZeRO/bf16 wrapper re-points it at its float32 master partitions."""
-    return torch.optim.AdamW(model.parameters(), lr=t.lr, betas=(0.9, 0.999), weight_decay=t.weight_decay,
-                             fused=True)
-
-
 def file_digest(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -111,8 +81,9 @@ def file_digest(path: Path) -> str:
 
 class Trainer:
     def __init__(self, params: Params, method: MethodConfig, model_path: str, run_dir: str | Path,
-                 final_dir: str | Path, tracker=None, vllm=None, steps_file: str | Path | None = None):
-        self.params, self.method, self.t, self.hp = params, method, method.train, method.objective
+                 final_dir: str | Path, tracker=None, rollout_engine=None, steps_file: str | Path | None = None):
+        self.params, self.method = params, method
+        self.settings, self.objective = method.train, method.objective  # TrainParams, the objective's params
         self.model_path, self.run_dir, self.final_dir = str(model_path), Path(run_dir), Path(final_dir)
         self.ckpt_dir = self.run_dir / "checkpoint"
         self.steps_file = Path(steps_file) if steps_file else self.run_dir / "steps.csv"
@@ -122,7 +93,7 @@ class Trainer:
         self.anchor: float | None = None  # the objective's constant from its first step (Needs.anchor)
         self.bad_in_a_row = 0
         self._stop_signal = None
-        self.vllm = vllm
+        self.rollout_engine = rollout_engine
         self.validator = None  # an Evaluator on the held-out problems, built on the first validation
         self.best: dict | None = None  # the best validation so far: {"step", "score"}
 
@@ -130,9 +101,7 @@ class Trainer:
 
     def setup(self) -> int:
         """Build the engines; resume from the checkpoint if it matches. Returns the next step."""
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        import deepspeed
+        from transformers import AutoTokenizer
 
         self.ranks = distributed.init(self.params.launcher.timeout_s)
         self.device = self.ranks.device  # this rank's GPU (cuda:LOCAL_RANK), or the CPU
@@ -140,47 +109,36 @@ class Trainer:
         # vLLM runs in-process and samples from the global torch generator, so
         # the global seed is the rank's rollout seed: one seed would make every
         # rank draw the same responses.
-        rollout_seed = self.params.engine.seed + 1000 * self.t.seed + self.ranks.rank
+        rollout_seed = self.params.engine.seed + 1000 * self.settings.seed + self.ranks.rank
         torch.manual_seed(rollout_seed)
         random.seed(rollout_seed)
         train_file = self.params.data.train_dir / "train.jsonl"
-        self.sampler = QuestionSampler(read_records(train_file), self.t.seed)
-        validation = self._validation_settings(self.params.data.validation_file)
-        self.hash = settings_hash(dataclasses.asdict(self.t), dataclasses.asdict(self.hp), self.model_path,
-                                  file_digest(train_file), dataclasses.asdict(self.params.prompt), self.ranks.world,
-                                  *validation)
+        self.sampler = QuestionSampler(read_records(train_file), self.settings.seed)
+        self.hash = settings_hash(dataclasses.asdict(self.settings), dataclasses.asdict(self.objective),
+                                  self.model_path, file_digest(train_file), dataclasses.asdict(self.params.prompt),
+                                  self.ranks.world, *self._validation_settings(self.params.data.validation_file))
         self.snapshots = Snapshots(self.run_dir / "snapshots", self.hash)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        dtype = torch.bfloat16 if self.t.bf16 else torch.float32
-        attention = {"attn_implementation": attention_implementation(self.t.padding_free)}
-        model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype, **attention)
-        if self.t.gradient_checkpointing:
-            model.gradient_checkpointing_enable()
-        ref_model = None
-        if self.hp.needs().reference_model:
-            ref_model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype, **attention
-                                                             ).to(self.device).eval()
-            ref_model.requires_grad_(False)
-        # DeepSpeed moves the model to this rank's device (set by distributed.init).
-        self.ds_engine, *_ = deepspeed.initialize(
-            model=model, optimizer=adamw(model, self.t),
-            config=deepspeed_config(self.t, self.ranks.world))
-        self.update = PolicyUpdate(self.ds_engine, objective(self.hp.objective).loss, self.hp, self.t, self.pad_id,
-                                   self.ranks, self.device, ref_model=ref_model)
-        if self.vllm is None:
-            from rlvr.rollout import RolloutEngine
+        needs = self.objective.needs()
+        self.ds_engine, ref_model = policy_engines(self.model_path, self.settings, needs.reference_model,
+                                                   self.ranks.world, self.device)
+        self.update = PolicyUpdate(self.ds_engine, registry.objective(self.objective.objective).loss, self.objective,
+                                   self.settings, self.pad_id, self.ranks, self.device, ref_model=ref_model)
+        if self.rollout_engine is None:
+            from rlvr.rollout_engine import RolloutEngine
 
-            self.vllm = RolloutEngine.from_params(self.model_path, self.params.engine, self.params.model.dtype,
-                                                  seed=rollout_seed, sleep_mode=True)
+            self.rollout_engine = RolloutEngine.from_params(self.model_path, self.params.engine,
+                                                            self.params.model.dtype, seed=rollout_seed,
+                                                            sleep_mode=True)
         self.verifier = Verifier.from_params(self.params)
-        self.collector = RolloutCollector(self.vllm, self.verifier, self.tokenizer, self.params.prompt, self.t,
-                                          self.hp, self.sampler, self.ranks)
+        self.collector = RolloutCollector(self.rollout_engine, self.verifier, self.tokenizer, self.params.prompt,
+                                          self.settings, self.objective, self.sampler, self.ranks)
         return self._resume()
 
     def _validation_settings(self, path: Path) -> list:
         """What the choice of the best checkpoint depends on (nothing without validation)."""
-        if not self.t.eval_every:
+        if not self.settings.eval_every:
             return []
         if not path.exists():
             raise FileNotFoundError(f"{path} not found: train.eval_every validates on problems held out of the "
@@ -211,7 +169,7 @@ class Trainer:
         self.sampler.position = state["data_position"]
         self.anchor = state.get("entropy_anchor")
         self.best = state.get("best")
-        self._prune_snapshots()
+        self.prune_snapshots()
         self._truncate_steps(state["step"])
         self._push_weights()
         self._say(f"resumed from step {state['step']}")
@@ -225,27 +183,26 @@ class Trainer:
 
     def train(self) -> list[dict]:
         start = self.setup()
+        steps, every = self.settings.steps, self.settings.eval_every
         previous = signal.signal(signal.SIGTERM, self._on_sigterm)
         rows = []
         try:
-            bar = tqdm(range(start, self.t.steps), initial=start, total=self.t.steps, desc=f"train {self.method.name}",
+            bar = tqdm(range(start, steps), initial=start, total=steps, desc=f"train {self.method.name}",
                        disable=not self.ranks.main)
             for step in bar:
                 row = self.step(step)
                 rows.append(row)
                 bar.set_postfix(reward=f"{row['reward_mean']:.3f}", kl=f"{row['kl']:.2e}", s=f"{row['time_total']:.0f}")
                 done = step + 1
-                improved = False
-                if self.t.eval_every and (done % self.t.eval_every == 0 or done == self.t.steps):
-                    improved = self._validate(done, row)
+                improved = every > 0 and (done % every == 0 or done == steps) and self.validate(done, row)
                 self._record(row)
                 # Every rank must stop at the same step, whichever got the signal.
                 stop = distributed.any_rank(self._stop_signal is not None)
-                if improved and done < self.t.steps:
-                    self._save_snapshot(done)  # before the checkpoint: a resumed run never lacks it
-                if done % self.t.checkpoint_every == 0 or done == self.t.steps or stop:
+                if improved and done < steps:
+                    self.save_snapshot(done)  # before the checkpoint: a resumed run never lacks it
+                if done % self.settings.checkpoint_every == 0 or done == steps or stop:
                     self._save(done)
-                    self._prune_snapshots()
+                    self.prune_snapshots()
                 if stop:
                     raise TrainingStopped(f"stopped by signal {self._stop_signal or 'on another rank'} after "
                                           f"step {done}; rerun to resume from the checkpoint")
@@ -264,11 +221,11 @@ class Trainer:
         timer, metrics = PhaseTimer(), StepMetrics()
         t0 = time.perf_counter()
         collected = self.collector.collect(timer) if groups is None else Collected(groups, 0, 0)
-        lr = warmup_lr(step, self.t.lr, self.t.warmup_steps)
+        lr = warmup_lr(step, self.settings.lr, self.settings.warmup_steps)
         for g in self.ds_engine.optimizer.param_groups:
             g["lr"] = lr
-        self.vllm.sleep()  # frees the GPU memory vLLM holds (KV cache, weights) for the update
-        self.anchor, self.old_pass_groups = self.update.run(training_groups(collected.groups, self.t, self.ranks),
+        self.rollout_engine.sleep()  # frees the GPU memory vLLM holds (KV cache, weights) for the update
+        self.anchor, self.old_pass_groups = self.update.run(training_groups(collected.groups, self.settings, self.ranks),
                                                             self.sampler.position, self.anchor, metrics, timer)
         with timer("weight_push"):
             self._push_weights()  # wakes the engine with the new weights
@@ -285,12 +242,12 @@ class Trainer:
     def _check_bad_steps(self, bad: bool) -> None:
         """`bad` is already reduced over ranks, so every rank stops together."""
         self.bad_in_a_row = self.bad_in_a_row + 1 if bad else 0
-        if self.bad_in_a_row >= self.t.max_bad_steps:
+        if self.bad_in_a_row >= self.settings.max_bad_steps:
             self._save(None)
             raise TrainingStopped(f"{self.bad_in_a_row} steps in a row had non-finite losses; "
                                   "lower train.lr or check the data; a checkpoint was saved")
 
-    def _validate(self, step: int, row: dict) -> bool:
+    def validate(self, step: int, row: dict) -> bool:
         """Score the engine's weights (this step's, just pushed) with the
         validation profile; adds val_* to `row`. True when the step beats
         every earlier validation (ties keep the earlier step). Collective."""
@@ -298,8 +255,8 @@ class Trainer:
             from rlvr.evaluation import Evaluator
 
             held_out = read_records(self.params.data.validation_file)
-            self.validator = Evaluator(self.params, self.model_path, self.vllm, sets={"validation": held_out},
-                                       profile=self.params.validation)
+            self.validator = Evaluator(self.params, self.model_path, self.rollout_engine,
+                                       sets={"validation": held_out}, profile=self.params.validation)
         t0 = time.perf_counter()
         metrics, _, _ = self.validator.evaluate(f"validate step {step}")
         mean = metrics.get("mean", {})
@@ -311,25 +268,15 @@ class Trainer:
         self.best = {"step": step, "score": score}
         return True
 
-    def _prune_snapshots(self) -> None:
-        """Delete the snapshots that can no longer be chosen: all but the best
-        one the last checkpoint records (a run resumed from it may need no other)."""
-        if not self.ranks.main or not self.snapshots.root.exists():
-            return
-        keep = self.snapshots.dir(self.best["step"]) if self.best else None
-        for d in self.snapshots.root.iterdir():
-            if d != keep:
-                shutil.rmtree(d, ignore_errors=True)
-
     def _push_weights(self) -> None:
         with self._full_weights() as weights:
-            self.vllm.load_weights(weights)
+            self.rollout_engine.load_weights(weights)
 
     @contextmanager
     def _full_weights(self):
         """This rank's full weights (ZeRO-3 gathers its partitions first)."""
         module = self.ds_engine.module
-        if self.t.zero_stage == 3:
+        if self.settings.zero_stage == 3:
             import deepspeed
 
             with deepspeed.zero.GatheredParameters(list(module.parameters())):
@@ -374,11 +321,16 @@ class Trainer:
                 save_checkpoint(self.ds_engine.module, self.tokenizer, out_dir)
         distributed.barrier()
 
-    def _save_snapshot(self, step: int) -> None:
-        """An HF snapshot of the best step so far, marked with its identity."""
+    def save_snapshot(self, step: int) -> None:
+        """An HF snapshot of the best step so far, marked with its identity. Collective."""
         self._save_hf(self.snapshots.dir(step))
         if self.ranks.main:
             self.snapshots.mark(step)
+
+    def prune_snapshots(self) -> None:
+        """Delete the snapshots that can no longer be chosen (rank 0)."""
+        if self.ranks.main:
+            self.snapshots.prune(self.best["step"] if self.best else None)
 
     def _save_final(self) -> None:
         """The trained weights as a plain HF checkpoint, the best-on-validation
@@ -386,7 +338,7 @@ class Trainer:
         (what the evaluate stage scores with the full protocol)."""
         self._save_hf(self.final_dir)
         if self.ranks.main:
-            self.snapshots.link_into(self.final_dir, self.best, self.t.steps, self._validation_scores())
+            self.snapshots.link_into(self.final_dir, self.best, self.settings.steps, self._validation_scores())
 
     def _validation_scores(self) -> dict[int, float]:
         return {int(r["step"]): r["val_avg@k"] for r in self.history() if "val_avg@k" in r}

@@ -22,7 +22,7 @@ import random
 import torch
 
 from rlvr import distributed
-from rlvr.groups import Group, rows_shared
+from rlvr.rollout_groups import Group, rows_shared
 from rlvr.loss_calls import Row, plan_calls, row_tokens, rows_of
 from rlvr.objectives.base import MiniBatchTotals, PolicyBatch, policy_kl
 from rlvr.policy import ENTROPIES, Packed, evaluate_tokens, pack, pack_flat
@@ -84,17 +84,18 @@ class PolicyUpdate:
     `.backward(loss, scale_wrt_gas=False)` and `.step()`), stepped once per
     mini-batch after its loss calls (rlvr.loss_calls): the caller owns the
     accumulation boundary, since the number of calls varies with the lengths;
-    `loss_fn(batch, hp)` the objective, returning its call's share of the
-    mini-batch loss."""
+    `loss_fn(batch, objective)` is the objective's loss, returning its call's
+    share of the mini-batch loss, and `objective` its settings, which say what
+    the loss needs (ObjectiveParams.needs)."""
 
-    def __init__(self, engine, loss_fn, hp, train, pad_id: int, ranks: distributed.Ranks, device: torch.device,
+    def __init__(self, engine, loss_fn, objective, train, pad_id: int, ranks: distributed.Ranks, device: torch.device,
                  ref_model=None):
-        self.engine, self.loss_fn, self.hp, self.train = engine, loss_fn, hp, train
+        self.engine, self.loss_fn, self.objective, self.train = engine, loss_fn, objective, train
         self.pad_id, self.ranks, self.device = pad_id, ranks, device
-        self.needs = hp.needs()
+        self.needs = objective.needs()
         self.ref_model = ref_model
         if self.needs.reference_model and ref_model is None:
-            raise ValueError(f"{hp.objective} with these settings needs a reference model (ref_model)")
+            raise ValueError(f"{objective.objective} with these settings needs a reference model (ref_model)")
         # loss calls of whole groups: by micro_batch_questions, or the objective needs them
         self.whole_groups = train.max_tokens_per_call <= 0 or self.needs.whole_groups
         self.topp = {"top_p": self.needs.topp[0], "top_k": self.needs.topp[1]}
@@ -107,7 +108,7 @@ class PolicyUpdate:
     def mini_batches(self, order: list[Group]) -> list[list[Row]]:
         """This rank's rows of each mini-batch of `order`: its groups of each
         (order holds this rank's share), or, when the ranks share responses
-        (rlvr.groups.rows_shared), its slice of each mini-batch's rows (order
+        (rlvr.rollout_groups.rows_shared), its slice of each mini-batch's rows (order
         holds every group)."""
         world, rank, m = self.ranks.world, self.ranks.rank, self.train.mini_batch_questions
         if not rows_shared(self.train, world):
@@ -241,7 +242,7 @@ class PolicyUpdate:
             meter.add(out, packed.response_mask, tokens)
             keep_old_logp(rows, out["logp"])
         batch = self.policy_batch(rows, packed, out, totals, anchor)
-        result = self.loss_fn(batch, self.hp)
+        result = self.loss_fn(batch, self.objective)
         metrics.totals["train_tokens"] += float(forward_tokens(rows))
         metrics.totals["train_padded_tokens"] += float(packed.input_ids.numel())
         metrics.totals["loss_calls"] += 1.0

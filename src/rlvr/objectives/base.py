@@ -48,7 +48,7 @@ class ObjectiveParams:
     objective's dataclass (a subclass), keys the trainer does not own."""
 
     objective: str = "grpo"  # a registered name (rlvr.objectives.registry)
-    # the rewards the objective sees (read by the rollout side, rlvr.groups)
+    # the rewards the objective sees (read by the rollout side, rlvr.rollout_groups)
     incorrect_reward: float = 0.0  # reward of a wrong answer; DAPO: -1 (its reward is +1 / -1)
     dynamic_sampling: bool = False  # DAPO: drop groups whose accuracies are all equal, refill from new questions
     dynamic_sampling_rounds: int = 3  # extra rollout rounds at most per step

@@ -126,5 +126,5 @@ def dapo(batch: PolicyBatch, p: DAPOParams) -> LossOutput:
     Token level means one division for the whole mini-batch: the summed token
     losses over the number of real tokens of every call on every rank
     (`batch.total_tokens`), so the calls add up to the mini-batch's token mean.
-    Dynamic sampling and overlong shaping act on the rollouts (rlvr.groups)."""
+    Dynamic sampling and overlong shaping act on the rollouts (rlvr.rollout_groups)."""
     return LossOutput(*policy_term(batch, advantages(batch, scale=True, eps=p.adv_eps), p, "token-mean"))

@@ -79,12 +79,12 @@ def overlong_penalty(lengths: torch.Tensor, max_len: int, buffer: int) -> torch.
     return torch.where(lengths > max_len, -torch.ones_like(lengths), penalty)
 
 
-def shaped_rewards(correct: list[bool], lengths: list[int], hp, max_len: int) -> list[float]:
-    """1 for a correct answer, `hp.incorrect_reward` (0; DAPO -1) otherwise,
-    plus DAPO's overlong penalty when `hp.overlong_buffer` > 0."""
-    rewards = torch.tensor([1.0 if c else hp.incorrect_reward for c in correct])
-    if hp.overlong_buffer > 0:
-        rewards = rewards + overlong_penalty(torch.tensor(lengths), max_len, hp.overlong_buffer)
+def shaped_rewards(correct: list[bool], lengths: list[int], objective, max_len: int) -> list[float]:
+    """1 for a correct answer, `objective.incorrect_reward` (0; DAPO -1) otherwise,
+    plus DAPO's overlong penalty when `objective.overlong_buffer` > 0."""
+    rewards = torch.tensor([1.0 if c else objective.incorrect_reward for c in correct])
+    if objective.overlong_buffer > 0:
+        rewards = rewards + overlong_penalty(torch.tensor(lengths), max_len, objective.overlong_buffer)
     return rewards.tolist()
 
 
@@ -118,18 +118,19 @@ class Collected:
 class RolloutCollector:
     """Samples, grades and shapes one step's groups on this rank."""
 
-    def __init__(self, vllm, verifier, tokenizer, prompt, train, hp, sampler: QuestionSampler,
+    def __init__(self, rollout_engine, verifier, tokenizer, prompt, settings, objective, sampler: QuestionSampler,
                  ranks: distributed.Ranks):
-        self.vllm, self.verifier, self.tokenizer, self.prompt = vllm, verifier, tokenizer, prompt
-        self.t, self.hp, self.sampler, self.ranks = train, hp, sampler, ranks
+        """`settings`: the method's TrainParams; `objective`: its objective's params (the rewards it sees)."""
+        self.rollout_engine, self.verifier, self.tokenizer, self.prompt = rollout_engine, verifier, tokenizer, prompt
+        self.settings, self.objective, self.sampler, self.ranks = settings, objective, sampler, ranks
 
     def collect(self, timer) -> Collected:
-        B, U = self.t.questions_per_step, share_unit(self.t, self.ranks.world)
-        if not self.hp.dynamic_sampling:
+        B, U = self.settings.questions_per_step, share_unit(self.settings, self.ranks.world)
+        if not self.objective.dynamic_sampling:
             groups, tokens = self.rollout(self.ranks.share(self.sampler.next(B), U), timer)
             return Collected(groups, tokens, 1)
         kept, leftover, tokens, rounds = [], [], 0, 0
-        for rounds in range(1, self.hp.dynamic_sampling_rounds + 2):
+        for rounds in range(1, self.objective.dynamic_sampling_rounds + 2):
             # Round the refill up to whole units so it splits evenly over the ranks.
             need = -(-(B - len(kept)) // U) * U
             mine, n_tok = self.rollout(self.ranks.share(self.sampler.next(need), U), timer)
@@ -145,8 +146,10 @@ class RolloutCollector:
     def rollout(self, records: list[Record], timer) -> tuple[list[Group], int]:
         with timer("rollout"):
             prompts = [build_prompt(r.problem, self.tokenizer, self.prompt) for r in records]
-            outs = self.vllm.generate(prompts, n=self.t.responses_per_question, temperature=self.t.temperature,
-                                      top_p=self.t.top_p, max_tokens=self.t.max_response_tokens, progress=False)
+            settings = self.settings
+            outs = self.rollout_engine.generate(prompts, n=settings.responses_per_question,
+                                                temperature=settings.temperature, top_p=settings.top_p,
+                                                max_tokens=settings.max_response_tokens, progress=False)
         with timer("reward"):
             grades = self.verifier.grade([(r.golds, [c.text for c in cs]) for r, cs in zip(records, outs)])
         groups, tokens = [], 0
@@ -155,7 +158,8 @@ class RolloutCollector:
             lengths = [len(c.token_ids) for c in comps]
             groups.append(Group(rec, comps[0].prompt_token_ids, [c.token_ids for c in comps],
                                 [c.truncated for c in comps],
-                                shaped_rewards(correct, lengths, self.hp, self.t.max_response_tokens), correct))
+                                shaped_rewards(correct, lengths, self.objective, self.settings.max_response_tokens),
+                                correct))
             tokens += sum(lengths)
         return groups, tokens
 
