@@ -104,7 +104,7 @@ def test_the_update_keeps_every_tensor_on_the_device(device_model, objective, la
     # sort width), SIREN's anchor on its first step, KL-Cov's and Clip-Cov's
     # token budgets (official: a count of the batch's tokens).
     allowed = {"update.py:_loss_call", "policy.py:topp_entropy", "siren.py:anchor_value",
-               "entropy_baselines.py:kl_cov", "entropy_baselines.py:clip_cov"}
+               "kl_cov.py:kl_cov", "clip_cov.py:clip_cov"}
     assert set(ours) <= allowed, sorted(set(ours) - allowed)
     row = metrics.reduce()  # read once per step
     assert row["loss"] == row["loss"] and "kl" in row

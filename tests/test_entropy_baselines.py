@@ -12,19 +12,14 @@ import torch
 
 from conftest import every_setting
 
-from rlvr.objectives.base import PolicyBatch, seq_sum_norm
+from rlvr.objectives.base import PolicyBatch, seq_sum_norm, token_covariance
+from rlvr.objectives.clip_cov import batch_seed, clip_cov
+from rlvr.objectives.dr_grpo import dr_grpo
+from rlvr.objectives.entropy_adv import entropy_adv
+from rlvr.objectives.entropy_reg import entropy_reg
+from rlvr.objectives.forking_80_20 import forking_80_20, forking_mask
+from rlvr.objectives.kl_cov import kl_cov
 from rlvr.objectives.registry import objective, settings
-from rlvr.objectives.entropy_baselines import (
-    batch_seed,
-    clip_cov,
-    entropy_adv,
-    entropy_reg,
-    forking_80_20,
-    forking_mask,
-    kl_cov,
-    token_covariance,
-)
-from rlvr.objectives.grpo import dr_grpo
 
 LN2 = math.log(2.0)
 

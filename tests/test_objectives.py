@@ -6,13 +6,25 @@ import pytest
 import torch
 from conftest import every_setting
 
-from rlvr.objectives.base import MiniBatchTotals, ObjectiveParams, PolicyBatch, group_advantages, policy_kl, seq_mean, token_mean
+from rlvr.objectives.base import (
+    MiniBatchTotals,
+    ObjectiveParams,
+    PolicyBatch,
+    group_advantages,
+    policy_kl,
+    seq_mean,
+    token_mean,
+)
+from rlvr.objectives.dapo import dapo
 from rlvr.objectives.disco import disco, scores
-from rlvr.rollout_groups import overlong_penalty
-from rlvr.objectives.grpo import dapo, dr_grpo, grpo, grpo_er, grpo_rw, reweighted_advantages
+from rlvr.objectives.dr_grpo import dr_grpo
+from rlvr.objectives.grpo import grpo
+from rlvr.objectives.grpo_er import grpo_er
+from rlvr.objectives.grpo_rw import grpo_rw, reweighted_advantages
 from rlvr.objectives.registry import objectives, settings
 from rlvr.objectives.siren import aggregate, anchor_value, peak_entropy_mask, siren
 from rlvr.policy import topp_entropy
+from rlvr.rollout_groups import overlong_penalty
 
 A = 1 / math.sqrt(2)  # |advantage| of rewards [1, 0] with the sample std
 

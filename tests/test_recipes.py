@@ -5,7 +5,6 @@ model of its architecture, the online loaders fed from data/vendor/hub."""
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch

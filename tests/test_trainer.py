@@ -18,7 +18,7 @@ import yaml
 from conftest import REPO, copy_repo
 from rlvr.config import ConfigError
 from rlvr.methods import method_config, parse_recipe
-from rlvr.params import load_params, parse_params
+from rlvr.params import parse_params
 
 pytestmark = pytest.mark.slow
 

@@ -237,6 +237,35 @@ def policy_term(batch: PolicyBatch, adv: torch.Tensor, p: PolicyTermParams, mode
     return aggregate(per_token, mask, mode, batch), {"clip_frac": token_mean(clipped.float(), mask).detach()}
 
 
+ENTROPY = frozenset({"entropy"})  # the full-vocabulary token entropy
+
+
+def need_entropy(batch: PolicyBatch, name: str) -> torch.Tensor:
+    if batch.entropy is None:
+        raise ValueError(f"{name} needs the full-vocabulary token entropy (entropy)")
+    return batch.entropy
+
+
+def token_share(selected: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The share of real tokens `selected` marks (a detached metric)."""
+    return token_mean(selected.float(), mask).detach()
+
+
+def token_covariance(adv: torch.Tensor, logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Cui et al.'s per-token covariance term ([N, T], no gradient):
+
+        cov_it = (A_i - mean(A)) * (log p_it - mean(log p)),
+
+    both means over every real token of the batch (a response's advantage
+    counts once per real token). Padding is set to -inf so it is never selected.
+    """
+    with torch.no_grad():
+        a = adv.unsqueeze(-1).expand_as(logp).float()
+        lp = logp.detach().float()
+        cov = (a - token_mean(a, mask)) * (lp - token_mean(lp, mask))
+        return cov.masked_fill(mask <= 0, float("-inf"))
+
+
 def clipped_policy_loss(logp, old_logp, adv, clip_low: float, clip_high: float, dual_clip: float | None = None):
     """Per-token PPO-clip loss -min(rho A, clip(rho, 1-cl, 1+ch) A) ([N, T]), and
     which tokens were clipped. With `dual_clip` c, a negative-advantage token's
