@@ -405,3 +405,32 @@ def test_peak_entropy_mask_equals_torch_quantile_per_response():
             if real.any():
                 expected[i] = ((h[i] > torch.quantile(h[i][real], q)) & real).float()
         assert torch.equal(peak_entropy_mask(h, mask, q), expected), q
+
+
+def test_the_registry_refuses_what_it_cannot_run():
+    from rlvr.objectives.base import PolicyTermParams
+    from rlvr.objectives.registry import objective, register
+
+    with pytest.raises(TypeError, match="ObjectiveParams dataclass"):
+        register("no_settings", dict)
+    with pytest.raises(ValueError, match="registered twice"):
+        register("grpo", PolicyTermParams)(lambda batch, p: None)
+    assert objective("grpo").loss is grpo  # the refused one left it alone
+    with pytest.raises(KeyError, match="unknown objective 'grpoo'"):
+        objective("grpoo")
+
+
+def test_an_objectives_own_checks_and_unknown_names_are_config_errors():
+    from rlvr.config import ConfigError
+    from rlvr.methods import parse_recipe
+
+    raw = {"methods": {"a": {"objective": "disco", "form": "droo", "tau": -1.0},
+                       "b": {"objective": "grpoo"},
+                       "c": {"objective": "forking_80_20", "forking_top_ratio": 1.5, "clip_low": 0.2, "steps": 0}}}
+    with pytest.raises(ConfigError) as e:
+        parse_recipe(raw)
+    msg = str(e.value)
+    for needle in ("'methods.a.form' has unknown value 'droo' (did you mean 'dro'?)", "'methods.a.tau' must be > 0",
+                   "'methods.b.objective' has unknown name 'grpoo' (did you mean 'grpo'?)",
+                   "'methods.c.forking_top_ratio' must be in (0, 1)", "'train.steps' must be >= 1"):
+        assert needle in msg, needle
