@@ -13,8 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.data.arithmetic import LEVELS
-from rlvr.data.sources import BENCHMARKS, HUB_TRAIN_SETS, OFFLINE_TRAIN_SETS
+from rlvr.data.names import BENCHMARKS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
 from rlvr import hardware
 from rlvr.config import EXTRA_SECTIONS, ConfigError, Params, build, check_params, method_entry, unknown_name
 

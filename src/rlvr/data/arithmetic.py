@@ -16,9 +16,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from rlvr.data.names import LEVELS
 from rlvr.data.records import Record
-
-LEVELS = (1, 2, 3, 4, 5, 6)
 
 
 @dataclass(frozen=True)

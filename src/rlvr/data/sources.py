@@ -15,11 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from rlvr.data.names import BENCHMARKS, HUB_TRAIN_SETS, OFFLINE_TRAIN_SETS
 from rlvr.data.records import EmptyDatasetError, Record, read_jsonl
-
-BENCHMARKS = ("aime24", "aime25", "amc23", "math500", "minerva", "olympiad_bench")
-OFFLINE_TRAIN_SETS = ("math_train", "aime_1983_2023")
-HUB_TRAIN_SETS = ("deepscaler", "dapo_math", "openr1_math")  # online (or data.hub_mirror) only
 
 
 @dataclass(frozen=True)
