@@ -15,6 +15,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -355,6 +356,8 @@ def check_train(where: str, t: TrainParams, params: Params, problems: list[str])
     if t.max_tokens_per_call < 0:
         problems.append(f"'train.max_tokens_per_call' must be >= 0 (0: micro_batch_questions groups per call), "
                         f"got {t.max_tokens_per_call}")
+    check_rank_shares(where, t, params.launcher.world, problems)
+    check_token_budget(where, t, params.engine.max_model_len, problems)
     if t.max_response_tokens >= params.engine.max_model_len:
         problems.append(f"'train.max_response_tokens' ({t.max_response_tokens}) must be below "
                         f"'engine.max_model_len' ({params.engine.max_model_len}), which must hold the prompt too")
@@ -371,6 +374,48 @@ def check_train(where: str, t: TrainParams, params: Params, problems: list[str])
                         "mixture: set data.validation_size (e.g. 128), or eval_every: 0")
     if t.warmup_steps < 0:
         problems.append(f"'train.warmup_steps' must be >= 0, got {t.warmup_steps}")
+
+
+def check_rank_shares(where: str, t: TrainParams, world: int, problems: list[str], needs_groups: str = "") -> None:
+    """Each rank takes an equal share of every mini-batch: whole questions, or,
+    with token-budget calls and an objective that needs no whole group, an
+    equal slice of its responses (rlvr.rollout_groups.rows_shared).
+    `needs_groups`: the objective that needs whole groups in every loss call
+    (rlvr.methods adds that rule; "" here, where objectives are unknown)."""
+    m, n, ranks = t.mini_batch_questions, t.responses_per_question, f"the number of ranks ({world} = " \
+        "launcher.procs_per_node x launcher.nodes)"
+    if m < 1:
+        return  # reported with questions_per_step
+    if m % world == 0:
+        if t.max_tokens_per_call <= 0 and (t.micro_batch_questions < 1 or (m // world) % t.micro_batch_questions):
+            problems.append(f"'train.micro_batch_questions' ({t.micro_batch_questions}) must divide each rank's "
+                            f"share of a mini-batch (mini_batch_questions / ranks = {m // world})")
+    elif t.max_tokens_per_call <= 0:
+        problems.append(f"'{where}': train.mini_batch_questions ({m}) must be a multiple of {ranks}: "
+                        "loss calls of whole questions (train.max_tokens_per_call: 0)")
+    elif needs_groups:
+        problems.append(f"'{where}': train.mini_batch_questions ({m}) must be a multiple of {ranks}: "
+                        f"{needs_groups} needs a question's responses in one loss call")
+    elif (m * n) % world or t.questions_per_step % math.lcm(m, world):
+        problems.append(f"'{where}': the ranks share each mini-batch's responses, so mini_batch_questions x "
+                        f"responses_per_question ({m * n}) must be a multiple of {ranks}, and "
+                        f"questions_per_step ({t.questions_per_step}) of {math.lcm(m, world)}")
+
+
+def check_token_budget(where: str, t: TrainParams, max_model_len: int, problems: list[str],
+                       needs_groups: str = "") -> None:
+    """A loss call must hold its smallest item: one sequence of up to
+    engine.max_model_len tokens, or, for an objective that needs whole groups
+    (`needs_groups`, added by rlvr.methods), a whole group of them (rlvr.loss_calls)."""
+    if t.max_tokens_per_call <= 0:
+        return
+    need = max_model_len * (t.responses_per_question if needs_groups else 1)
+    if t.max_tokens_per_call < need:
+        what = (f"a whole group ({t.responses_per_question} x engine.max_model_len {max_model_len}; "
+                f"{needs_groups} needs a question's responses in one call)" if needs_groups
+                else f"one sequence (engine.max_model_len {max_model_len})")
+        problems.append(f"'{where}': train.max_tokens_per_call ({t.max_tokens_per_call}) must hold {what}: "
+                        f"set it to at least {need}")
 
 
 TRAIN_KEYS = frozenset(f.name for f in dataclasses.fields(TrainParams))
