@@ -75,7 +75,7 @@ def test_two_problems_resolve_nothing(report):
     root, out = report
     md = (root / "reports/results.md").read_text()
     assert out["tables"]["avg"]["best"] == {}  # no column's best is distinguishable from the runner-up
-    assert "**" not in md.split("## pass@")[0].split("(paper")[0]
+    assert "**" not in md.split("## Main table")[1].split("## pass@")[0].split("(paper")[0]
     assert "not distinguishable at this scale" in md
 
 
@@ -143,11 +143,50 @@ def test_figures_and_self_contained_html(report):
     root, out = report
     names = sorted(Path(f).name for f in out["figures"])
     assert names == ["constraint.png", "difficulty_bias.png", "entropy_groups.png", "kl_length.png",
-                     "training_dynamics.png"]
+                     "scores.png", "training_dynamics.png"]
     for f in out["figures"]:
         assert Path(f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and Path(f).stat().st_size > 10_000
     html = (root / "reports/index.html").read_text()
-    assert html.count("data:image/png;base64,") == 5 and "<table>" in html
+    assert html.count("data:image/png;base64,") == 6 and "<table>" in html
+    # the summary's figure comes first, before any table
+    assert html.index('alt="scores"') < html.index("<table>")
+
+
+def test_the_report_leads_with_its_answer(report):
+    """Every claim row's verdict is in the summary on top, with its interval;
+    the main-table figure holds every evaluated method; a set where every
+    method scores the same on every problem is said to carry no information;
+    the contents link every detail heading."""
+    from rlvr.report.claims import all_claim_rows
+    from rlvr.report.format import slug
+    from rlvr.report.load import load_results
+
+    root, out = report
+    md = (root / "reports/results.md").read_text()
+    summary = md.split("## Summary")[1].split("\n## ")[0]
+    rows = all_claim_rows(load_results(root, RUNS), {"grpo": "grpo", "disco_logl": "disco"}, 2)
+    assert rows
+    for claim, _, estimate, verdict in rows:
+        assert f"- **{verdict}**: {claim} (" in summary and estimate in summary
+    assert md.index("## Summary") < md.index("## The papers' claims") < md.index("## Main table")
+    assert "No information at this scale" not in summary  # every fixture set has differing scores
+    assert out["methods"] == ["base", "grpo", "disco_logl"]
+    assert "![scores](figures/scores.png)" in summary
+    contents = md.split("## Contents")[1].split("\n## ")[0]
+    for heading in [line[3:] for line in md.split("## Contents")[1].splitlines() if line.startswith("## ")]:
+        assert f"(#{slug(heading)})" in contents, heading
+    html = (root / "reports/index.html").read_text()
+    assert f'id="{slug("Main table: avg@2 (pass@1 averaged over k samples)")}"' in html
+
+
+def test_a_set_every_method_scores_zero_on_is_said_to_carry_nothing(tmp_path, repo):
+    for run in RUNS:
+        write_eval(tmp_path, run, {"a": 1 if run.method == "grpo" else 0, "b": 0, "c": 0})
+    build_report(RUNS, tmp_path, tmp_path / "reports")
+    md = (tmp_path / "reports/results.md").read_text()
+    summary = md.split("## Summary")[1].split("\n## ")[0]
+    assert "No information at this scale: math500 (1 problem, all at 0.000)" in summary
+    assert "arithmetic" not in summary.split("No information")[1]
 
 
 def test_the_report_is_byte_for_byte_reproducible(report, repo):

@@ -10,9 +10,9 @@ import yaml
 
 from rlvr.atomic import write_json, write_text
 from rlvr.report import sections as tables
-from rlvr.report.claims import claims_table
-from rlvr.report.figures import curve_figure, difficulty_figure
-from rlvr.report.format import csv_cell, html
+from rlvr.report.claims import all_claim_rows, claims_summary, claims_table
+from rlvr.report.figures import curve_figure, difficulty_figure, scores_figure
+from rlvr.report.format import csv_cell, html, slug
 from rlvr.report.load import KINDS, MethodResults, load_results
 from rlvr.runs import BASE, Run
 
@@ -25,8 +25,10 @@ class Report:
     paper: dict
     profile: str | None
     objectives: dict[str, str]  # method -> objective
+    fig_dir: Path = Path("figures")
     tables: dict = field(default_factory=dict)  # kind -> the scores table (headline.json)
     levels: tuple | None = None  # the arithmetic level section (the difficulty figure)
+    lead_figures: list = field(default_factory=list)  # figures shown in the summary, not again at the end
 
     @property
     def k(self):
@@ -39,7 +41,34 @@ class Report:
                 for s, rows in zip(m.seeds, m.steps) if rows}
 
 
+    def claim_rows(self) -> list[list[str]]:
+        return all_claim_rows(self.results, self.objectives, self.k)
+
+
 # ---- sections: each returns its markdown sections (none when it has nothing to show) ----
+
+
+def summary(r: Report) -> list[str]:
+    """The answer first: each claim's verdict, the sets that say nothing at
+    this scale, and the main table as a figure with its intervals."""
+    parts = []
+    rows = r.claim_rows()
+    if rows:
+        parts.append("The papers' claims on this run's data (the table below has the statistics):\n\n"
+                     + claims_summary(rows))
+    note = tables.uninformative_note(r.results)
+    if note:
+        parts.append(note)
+    columns, cells = tables.score_table(r.results, "avg")
+    figure = scores_figure(cells, columns, f"avg@{r.k}", r.fig_dir / "scores.png")
+    if figure is not None:
+        r.lead_figures.append(figure)
+        parts.append(f"![{figure.stem}](figures/{figure.name})")
+    return ["## Summary\n\n" + "\n\n".join(parts)] if parts else []
+
+
+def how_to_read(r: Report) -> list[str]:
+    return [f"## How to read the numbers\n\n{tables.intro(r.results)}"]
 
 
 def scores(r: Report) -> list[str]:
@@ -84,11 +113,18 @@ def checkpoints(r: Report) -> list[str]:
 
 
 def claims(r: Report) -> list[str]:
-    md = claims_table(r.results, r.objectives, r.k)
+    md = claims_table(r.claim_rows())
     return [f"## The papers' claims, checked on this run's data\n\n{md}"] if md else []
 
 
-SECTIONS = (scores, published, seeds, levels, difficulty, checkpoints, claims)
+LEAD = (summary, claims)  # the answer, before the contents
+SECTIONS = (how_to_read, scores, published, seeds, levels, difficulty, checkpoints)  # the detail, in order
+
+
+def contents(parts: list[str]) -> str:
+    """Links to the detail sections (GitHub's heading anchors; index.html gives its headings the same ids)."""
+    titles = [p.splitlines()[0].lstrip("#").strip() for p in parts if p.startswith("## ")]
+    return "## Contents\n\n" + "\n".join(f"- [{t}](#{slug(t)})" for t in titles + ["Figures"])
 
 # Curves of steps.csv columns: (column, label) pairs per figure, its file and title.
 CURVES = (
@@ -105,8 +141,8 @@ VALIDATION_CURVE = ((("val_avg@k", "validation avg@k"), ("val_maj@k", "validatio
                     "validation.png", "validation during training (problems held out of training)")
 
 
-def figures(r: Report, fig_dir: Path) -> list[Path]:
-    steps = r.steps
+def figures(r: Report) -> list[Path]:
+    steps, fig_dir = r.steps, r.fig_dir
     made = [curve_figure(steps, list(series), fig_dir / name, title) for series, name, title in CURVES]
     made.append(difficulty_figure({n: m.accuracy_by_question() for n, m in r.results.items()},
                                   r.levels[1] if r.levels else {}, f"avg@{r.k}", fig_dir / "difficulty_bias.png"))
@@ -126,16 +162,18 @@ def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | 
         raise FileNotFoundError(f"no metrics.json under {root / 'reports/eval'} for runs "
                                 f"{[r.name for r in runs]}: run the evaluate stages first")
     paper = yaml.safe_load(paper_path.read_text()) if paper_path and paper_path.exists() else {}
-    report = Report(results, paper, profile, objectives or {})
-    parts = [tables.intro(results)] + [md for section in SECTIONS for md in section(report)]
-    made = figures(report, out_dir / "figures")
-    md = "# Results\n\n" + "\n\n".join(parts)
+    report = Report(results, paper, profile, objectives or {}, fig_dir=out_dir / "figures")
+    lead = [md for section in LEAD for md in section(report)]
+    detail = [md for section in SECTIONS for md in section(report)]
+    made = figures(report)
+    md = "# Results\n\n" + "\n\n".join([*lead, contents(detail), *detail])
     md += "\n\n## Figures\n\n" + "\n".join(f"![{f.stem}](figures/{f.name})" for f in made) + "\n"
     write_text(out_dir / "results.md", md)
-    write_text(out_dir / "index.html", html(md, made))
+    write_text(out_dir / "index.html", html(md, out_dir))
     write_curves(results, out_dir / "curves.csv")
     write_json(out_dir / "headline.json", headline(results, report.tables))
-    return {"tables": report.tables, "figures": [str(f) for f in made], "methods": list(results)}
+    return {"tables": report.tables, "figures": [str(f) for f in [*report.lead_figures, *made]],
+            "methods": list(results)}
 
 
 def write_curves(results, path: Path) -> None:

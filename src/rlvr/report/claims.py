@@ -168,8 +168,18 @@ def claim_rows(claim: Claim, results: dict, objectives: dict[str, str], k) -> li
     return rows
 
 
-def claims_table(results: dict, objectives: dict[str, str], k: int) -> str | None:
-    rows = [row for claim in CLAIMS for row in claim_rows(claim, results, objectives, k)]
+def all_claim_rows(results: dict, objectives: dict[str, str], k) -> list[list[str]]:
+    """[claim, statistic, estimate [interval], verdict] for every claim that applies."""
+    return [row for claim in CLAIMS for row in claim_rows(claim, results, objectives, k)]
+
+
+def claims_summary(rows: list[list[str]]) -> str:
+    """One line per claim: its verdict first, then the claim and its estimate."""
+    return "\n".join(f"- **{verdict}**: {claim} ({statistic}: {estimate})"
+                      for claim, statistic, estimate, verdict in rows)
+
+
+def claims_table(rows: list[list[str]]) -> str | None:
     if not rows:
         return None
     table = markdown(["claim", "statistic", "estimate [95% interval]", "verdict"], rows)

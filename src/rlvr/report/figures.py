@@ -73,3 +73,27 @@ def difficulty_figure(accuracy: dict[str, list[float]], level_gains: dict[str, d
         ax2.set_title("accuracy gain per difficulty level")
         ax2.legend(fontsize=8)
     return _save(fig, path)
+
+
+def scores_figure(rows: dict[str, list[tuple[float, float, float]]], columns: list[str], metric: str,
+                  path: Path) -> Path | None:
+    """The main table as a figure: one panel per set (and the mean), a bar per
+    method with its 95% interval."""
+    if not rows:
+        return None
+    plt = _plt()
+    methods = list(rows)
+    fig, axes = plt.subplots(1, len(columns), figsize=(3.2 * len(columns) + 1.5, 0.45 * len(methods) + 1.6),
+                             squeeze=False, sharey=True)
+    for j, (ax, col) in enumerate(zip(axes[0], columns)):
+        est = [rows[m][j][0] for m in methods]
+        err = [[rows[m][j][0] - rows[m][j][1] for m in methods], [rows[m][j][2] - rows[m][j][0] for m in methods]]
+        ax.barh(range(len(methods)), est, xerr=err, color=[f"C{i}" for i in range(len(methods))], capsize=3)
+        ax.set_yticks(range(len(methods)), methods)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.set_title(col)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_xlabel(metric)
+    fig.suptitle(f"{metric} per set with 95% intervals over problems")
+    return _save(fig, path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 
 Cell = tuple[float, float, float]  # estimate, low, high
@@ -25,8 +26,16 @@ def csv_cell(v) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
-def html(md: str, figures: list[Path]) -> str:
-    """A self-contained page: the markdown tables as HTML, figures inlined."""
+def slug(title: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to hyphens."""
+    kept = "".join(c for c in title.lower() if c.isalnum() or c in " -_")
+    return kept.replace(" ", "-")
+
+
+def html(md: str, out_dir: Path) -> str:
+    """A self-contained page: the markdown tables as HTML, each figure inlined
+    where the markdown shows it (paths relative to `out_dir`), headings with
+    the anchors the contents links to."""
     body, table_rows = [], []
 
     def flush():
@@ -43,20 +52,19 @@ def html(md: str, figures: list[Path]) -> str:
             table_rows.append(line)
             continue
         flush()
-        if line.startswith("!["):
-            continue
-        if line.startswith("#"):
-            level = len(line) - len(line.lstrip("#"))
-            body.append(f"<h{level}>{line.lstrip('#').strip()}</h{level}>")
+        figure = re.fullmatch(r"!\[([^\]]*)\]\(([^)]+)\)", line.strip())
+        if figure:
+            data = base64.b64encode((out_dir / figure.group(2)).read_bytes()).decode()
+            body.append(f'<figure><img src="data:image/png;base64,{data}" alt="{figure.group(1)}">'
+                        f"<figcaption>{figure.group(1)}</figcaption></figure>")
+        elif line.startswith("#"):
+            level, title = len(line) - len(line.lstrip("#")), line.lstrip("#").strip()
+            body.append(f'<h{level} id="{slug(title)}">{title}</h{level}>')
         elif line.startswith("- "):
-            body.append(f"<li>{line[2:]}</li>")
+            body.append(f"<li>{_inline(line[2:])}</li>")
         elif line.strip():
-            body.append(f"<p>{line}</p>")
+            body.append(f"<p>{_inline(line)}</p>")
     flush()
-    for f in figures:
-        data = base64.b64encode(Path(f).read_bytes()).decode()
-        body.append(f'<figure><img src="data:image/png;base64,{data}" alt="{f.stem}"><figcaption>{f.stem}'
-                    "</figcaption></figure>")
     style = ("body{font-family:sans-serif;max-width:1300px;margin:2em auto}table{border-collapse:collapse;"
              "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}img{max-width:100%}")
     return f"<!doctype html><html><head><meta charset='utf-8'><title>rlvr results</title><style>{style}</style>" \
@@ -64,4 +72,7 @@ def html(md: str, figures: list[Path]) -> str:
 
 
 def _inline(text: str) -> str:
-    return f"<b>{text[2:-2]}</b>" if text.startswith("**") and text.endswith("**") else text
+    """Bold, code and links of one line of our markdown."""
+    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)

@@ -155,6 +155,31 @@ def checkpoint_section(results, k: int) -> str | None:
                         "validation avg@k", f"best, test avg@{k}"], body))
 
 
+def uninformative_sets(results, kind: str = "avg") -> list[str]:
+    """The sets on which every method, the base model included, scores the same
+    0 (or 1) on every problem: at this scale they say nothing about the methods."""
+    benches = next(iter(results.values())).benchmarks
+    out = []
+    for b in benches:
+        values = np.concatenate([m.values(kind)[b] for m in results.values()])
+        if values.size and (np.all(values == 0) or np.all(values == 1)):
+            out.append(b)
+    return out
+
+
+def uninformative_note(results) -> str | None:
+    """Said up front: which sets carry no information at this scale, and why."""
+    sets = uninformative_sets(results)
+    if not sets:
+        return None
+    values = next(iter(results.values())).values("avg")
+    named = ", ".join(f"{b} ({len(values[b])} problem{'s' * (len(values[b]) != 1)}, all at {values[b][0]:.3f})"
+                      for b in sets)
+    return (f"No information at this scale: {named}. Every method, the base model included, scores the same on "
+            "every problem there, so the set only exercises its benchmark path and its column says nothing "
+            "about the methods.")
+
+
 def paper_rows(paper: dict, profile: str | None, columns: list[str]) -> list[list[str]]:
     """Published rows for the matching recipe, in our column order."""
     if not profile or profile not in paper or "rows" not in paper[profile]:
