@@ -1,12 +1,14 @@
-"""Screenshots of `mlflow ui` as a person sees it (headless Chromium, Debian's
-package `chromium`), for README and the review of the MLflow layout.
+"""Screenshots of `mlflow ui` and the report as a person sees them (headless
+Chromium with a fresh profile, Debian's package `chromium`).
 
-    python docs/screenshots.py            # needs a filled mlflow.db (dvc repro)
+    python docs/screenshots.py            # needs a filled mlflow.db and reports/ (dvc repro)
 
 Starts `mlflow ui` on localhost against the repository's store, then saves
-docs/mlflow_runs.png (the experiment's runs table, nested under the pipeline
-run), docs/mlflow_train_metrics.png (a train run's metric charts) and
-docs/mlflow_compare.png (the compare view of two methods' train runs).
+docs/mlflow_runs.png (the runs table at the URL `python -m rlvr.tracking`
+prints: the model-training view, one row per stage run), docs/mlflow_train_metrics.png
+(a train run's metric charts), docs/mlflow_compare.png (the compare view of
+two methods' train runs) and docs/report.png (the first screen of
+reports/index.html).
 """
 
 import json
@@ -17,6 +19,8 @@ import urllib.request
 from pathlib import Path
 
 from mlflow.tracking import MlflowClient
+
+from rlvr.tracking import experiment_tags, runs_url
 
 PORT = 5055
 HERE = Path(__file__).resolve().parent
@@ -48,11 +52,15 @@ def main() -> None:
         exp = client.get_experiment_by_name("rlvr")
         runs = {r.info.run_name: r.info.run_id for r in client.search_runs([exp.experiment_id], max_results=500)}
         train = [runs[n] for n in sorted(runs) if n.startswith("train@")]
-        shoot(f"{base}/#/experiments/{exp.experiment_id}/runs", HERE / "mlflow_runs.png")
-        shoot(f"{base}/#/experiments/{exp.experiment_id}/runs/{train[0]}/model-metrics", HERE / "mlflow_train_metrics.png")
+        for key, value in experiment_tags(2).items():  # the default's k, as `python -m rlvr.tracking` sets it
+            client.set_experiment_tag(exp.experiment_id, key, value)
+        shoot(runs_url(exp.experiment_id, PORT), HERE / "mlflow_runs.png")
+        shoot(f"{base}/#/experiments/{exp.experiment_id}/runs/{train[0]}/model-metrics?workflowType=machine_learning",
+              HERE / "mlflow_train_metrics.png")
         compare = json.dumps(train[:2])
-        shoot(f"{base}/#/compare-runs?runs={compare}&experiments={json.dumps([exp.experiment_id])}",
-              HERE / "mlflow_compare.png")
+        shoot(f"{base}/#/compare-runs?runs={compare}&experiments={json.dumps([exp.experiment_id])}"
+              "&workflowType=machine_learning", HERE / "mlflow_compare.png")
+        shoot((ROOT / "reports" / "index.html").as_uri(), HERE / "report.png")
     finally:
         ui.terminate()
 

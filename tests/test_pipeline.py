@@ -132,6 +132,12 @@ def test_mlflow_runs_nested_under_one_pipeline_run(pipeline):
         assert tags["stage"] == name and len(tags["git_commit"]) == 40 and tags["dvc_exp"] == "workspace"
     kind = dict(db.execute("select key, value from experiment_tags").fetchall())
     assert kind["mlflow.experimentKind"] == "custom_model_development"
+    # the runs table's saved view: every column it selects is one the runs logged
+    view = json.loads(kind["mlflow.sharedViewState.runs"])
+    logged = {f"metrics.`{k}`" for (k,) in db.execute("select distinct key from metrics")} | \
+        {f"params.`{k}`" for (k,) in db.execute("select distinct key from params")} | \
+        {f"tags.`{k}`" for (k,) in db.execute("select distinct key from tags")}
+    assert set(view["selectedColumns"]) <= logged, set(view["selectedColumns"]) - logged
     ev = runs["evaluate@base"]
     metrics = dict(db.execute("select key, value from metrics where run_uuid=?", (ev,)).fetchall())
     assert "arithmetic/avg_at_2" in metrics and "mean/pass_at_2" in metrics

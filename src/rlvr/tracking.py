@@ -12,14 +12,40 @@ reach the local files, and a warning says so.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # open on the runs table, not GenAI
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # a model-training experiment
 PIPELINE_KEY = "rlvr.pipeline"
+RUNS_VIEW = "runs"  # the shared view the runs-table URL opens (experiment tag mlflow.sharedViewState.<this>)
+
+
+def runs_view(k: int) -> dict:
+    """The runs table a trainer compares, as an MLflow shared view: flat (with
+    a search filter MLflow does not fold stage runs under their pipeline run;
+    the filter also leaves the pipeline runs out), newest first, with the
+    method, seed, experiment, final training reward and accuracy, and the
+    evaluation's headline metrics as columns."""
+    return {"searchFilter": "tags.stage LIKE '%'", "orderByKey": "attributes.start_time", "orderByAsc": False,
+            "selectedColumns": ["tags.`model`", "params.`seed`", "tags.`dvc_exp`", "metrics.`reward_mean`",
+                                "metrics.`accuracy`", f"metrics.`mean/avg_at_{k}`", f"metrics.`mean/maj_at_{k}`"]}
+
+
+def runs_url(experiment_id: str, port: int = 5000, host: str = "127.0.0.1") -> str:
+    """`mlflow ui`'s runs table in its model-training view. MLflow 3.17 opens
+    an experiment in its GenAI view unless the URL (or the browser's saved
+    choice) says `workflowType=machine_learning`; the experimentKind tag is
+    not read by this version's UI."""
+    return (f"http://{host}:{port}/#/experiments/{experiment_id}/runs"
+            f"?workflowType=machine_learning&viewStateShareKey={RUNS_VIEW}")
+
+
+def experiment_tags(k: int) -> dict[str, str]:
+    return {**EXPERIMENT_KIND, f"mlflow.sharedViewState.{RUNS_VIEW}": json.dumps(runs_view(k))}
 
 
 def repo_root() -> Path:
@@ -106,8 +132,9 @@ class Tracker:
     """An MLflow run that degrades to a no-op (with one warning) on store errors."""
 
     def __init__(self, stage: str, experiment: str = "rlvr", uri: str = "", model: str = "",
-                 params: dict | None = None, run_name: str | None = None, system_metrics: bool = False):
-        self.stage, self.enabled, self.run_id = stage, True, None
+                 params: dict | None = None, run_name: str | None = None, system_metrics: bool = False,
+                 k: int = 4):
+        self.stage, self.enabled, self.run_id, self._k = stage, True, None, k
         self._guard(self._start, experiment, tracking_uri(uri), stage, model, run_name, system_metrics)
         if params:
             self.log_params(params)
@@ -117,7 +144,7 @@ class Tracker:
                   system_metrics: bool = True) -> "Tracker":
         """A stage's run in the store and experiment `params.tracking` names."""
         return cls(stage, params.tracking.experiment, params.tracking.uri, model=model, params=logged,
-                   system_metrics=system_metrics)
+                   system_metrics=system_metrics, k=params.eval.k)
 
     def _start(self, experiment, uri, stage, model, run_name, system_metrics):
         import mlflow
@@ -129,7 +156,7 @@ class Tracker:
         exp_id = exp.experiment_id if exp else mlflow.create_experiment(
             experiment, artifact_location=(project_root() / "mlartifacts").as_uri())
         mlflow.set_experiment(experiment_id=exp_id)
-        for key, value in EXPERIMENT_KIND.items():
+        for key, value in experiment_tags(self._k).items():
             mlflow.set_experiment_tag(key, value)
         tags = {"stage": stage, "model": model, "git_commit": git_commit(), "dvc_exp": experiment_name()}
         parent = self._parent_run(exp_id, tags)
@@ -218,3 +245,31 @@ class Tracker:
 
     def __exit__(self, exc_type, *rest) -> None:
         self.close("FAILED" if exc_type else "FINISHED")
+
+
+def main(argv=None) -> int:
+    """Print the runs table's URL for `mlflow ui` (setting the experiment's view first)."""
+    import argparse
+
+    from mlflow.tracking import MlflowClient
+
+    from rlvr.params import load_params
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--port", type=int, default=5000)
+    args = ap.parse_args(argv)
+    params = load_params(args.params)
+    client = MlflowClient(tracking_uri(params.tracking.uri))
+    exp = client.get_experiment_by_name(params.tracking.experiment)
+    if exp is None:
+        print(f"no experiment '{params.tracking.experiment}' in the store yet: run `dvc repro` first")
+        return 1
+    for key, value in experiment_tags(params.eval.k).items():
+        client.set_experiment_tag(exp.experiment_id, key, value)
+    print(runs_url(exp.experiment_id, args.port))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
