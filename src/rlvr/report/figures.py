@@ -89,8 +89,10 @@ def scores_figure(rows: dict[str, list[tuple[float, float, float]]], columns: li
         est = [rows[m][j][0] for m in methods]
         err = [[rows[m][j][0] - rows[m][j][1] for m in methods], [rows[m][j][2] - rows[m][j][0] for m in methods]]
         ax.barh(range(len(methods)), est, xerr=err, color=[f"C{i}" for i in range(len(methods))], capsize=3)
-        for i, value in enumerate(est):  # inside the bar's start, clear of the interval
-            ax.text(0.02, i, f"{value:.3f}", va="center", fontsize=8, color="white" if value > 0.15 else "black")
+        for i, (value, high) in enumerate(zip(est, err[1])):  # inside a long bar, after a short one's interval
+            inside = value > 0.25
+            ax.text(0.02 if inside else value + high + 0.02, i, f"{value:.3f}", va="center", fontsize=8,
+                    color="white" if inside else "black")
         ax.set_yticks(range(len(methods)), methods)
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
