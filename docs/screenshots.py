@@ -54,7 +54,7 @@ def main() -> None:
         train = [runs[n] for n in sorted(runs) if n.startswith("train@")]
         for key, value in experiment_tags(2).items():  # the default's k, as `python -m rlvr.tracking` sets it
             client.set_experiment_tag(exp.experiment_id, key, value)
-        shoot(runs_url(exp.experiment_id, PORT), HERE / "mlflow_runs.png")
+        shoot(runs_url(exp.experiment_id, PORT), HERE / "mlflow_runs.png", width=1900)
         shoot(f"{base}/#/experiments/{exp.experiment_id}/runs/{train[0]}/model-metrics?workflowType=machine_learning",
               HERE / "mlflow_train_metrics.png")
         compare = json.dumps(train[:2])

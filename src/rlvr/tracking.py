@@ -25,12 +25,12 @@ RUNS_VIEW = "runs"  # the shared view the runs-table URL opens (experiment tag m
 
 
 def runs_view(k: int) -> dict:
-    """The runs table a trainer compares, as an MLflow shared view: flat (with
-    a search filter MLflow does not fold stage runs under their pipeline run;
-    the filter also leaves the pipeline runs out), newest first, with the
-    method, seed, experiment, final training reward and accuracy, and the
-    evaluation's headline metrics as columns."""
-    return {"searchFilter": "tags.stage LIKE '%'", "orderByKey": "attributes.start_time", "orderByAsc": False,
+    """The runs table a trainer compares, as an MLflow shared view: flat (MLflow
+    folds stage runs under their pipeline run only when sorted by start time
+    without a filter; the filter also leaves the pipeline runs out), by run
+    name (evaluate@..., train@...), with the method, seed, experiment, final
+    training reward and accuracy, and the evaluation's headline metrics."""
+    return {"searchFilter": "tags.stage LIKE '%'", "orderByKey": "tags.`mlflow.runName`", "orderByAsc": True,
             "selectedColumns": ["tags.`model`", "params.`seed`", "tags.`dvc_exp`", "metrics.`reward_mean`",
                                 "metrics.`accuracy`", f"metrics.`mean/avg_at_{k}`", f"metrics.`mean/maj_at_{k}`"]}
 
