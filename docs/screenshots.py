@@ -27,11 +27,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-def shoot(url: str, out: Path, width: int = 1600, height: int = 1000) -> None:
+def shoot(url: str, out: Path, width: int = 1600, height: int = 1000, wait_ms: int = 20000) -> None:
     subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
                     f"--user-data-dir=/tmp/chromium-{out.stem}", f"--window-size={width},{height}",
-                    "--virtual-time-budget=20000", "--hide-scrollbars", f"--screenshot={out}", url],
+                    f"--virtual-time-budget={wait_ms}", "--hide-scrollbars", f"--screenshot={out}", url],
                    check=True, capture_output=True, timeout=180)
     print(f"wrote {out}")
 
@@ -50,16 +50,19 @@ def main() -> None:
                 time.sleep(1)
         client = MlflowClient(uri)
         exp = client.get_experiment_by_name("rlvr")
-        runs = {r.info.run_name: r.info.run_id for r in client.search_runs([exp.experiment_id], max_results=500)}
-        train = [runs[n] for n in sorted(runs) if n.startswith("train@")]
+        # per method, its newest train run that trained (a run resumed at its last step logs no metrics)
+        newest = client.search_runs([exp.experiment_id], "tags.stage LIKE 'train@%'", max_results=500,
+                                    order_by=["attributes.start_time DESC"])
+        train = list({r.data.tags["model"]: r.info.run_id for r in reversed(newest)
+                      if "reward_mean" in r.data.metrics}.values())
         for key, value in experiment_tags(2).items():  # the default's k, as `python -m rlvr.tracking` sets it
             client.set_experiment_tag(exp.experiment_id, key, value)
         shoot(runs_url(exp.experiment_id, PORT), HERE / "mlflow_runs.png", width=1900)
         shoot(f"{base}/#/experiments/{exp.experiment_id}/runs/{train[0]}/model-metrics?workflowType=machine_learning",
-              HERE / "mlflow_train_metrics.png")
+              HERE / "mlflow_train_metrics.png", wait_ms=90000)
         compare = json.dumps(train[:2])
         shoot(f"{base}/#/compare-runs?runs={compare}&experiments={json.dumps([exp.experiment_id])}"
-              "&workflowType=machine_learning", HERE / "mlflow_compare.png")
+              "&workflowType=machine_learning", HERE / "mlflow_compare.png", wait_ms=90000)
         shoot((ROOT / "reports" / "index.html").as_uri(), HERE / "report.png")
     finally:
         ui.terminate()
