@@ -171,7 +171,9 @@ def test_the_report_leads_with_its_answer(report):
     assert md.index("## Summary") < md.index("## The papers' claims") < md.index("## Main table")
     assert "No information at this scale" not in summary  # every fixture set has differing scores
     assert out["methods"] == ["base", "grpo", "disco_logl"]
-    assert "![scores](figures/scores.png)" in summary
+    # the summary figure is drawn from the main table, which has a row for every evaluated method
+    assert list(out["tables"]["avg"]["rows"]) == out["methods"]
+    assert "![scores](figures/scores.png)" in summary and (root / "reports/figures/scores.png").stat().st_size > 10_000
     contents = md.split("## Contents")[1].split("\n## ")[0]
     for heading in [line[3:] for line in md.split("## Contents")[1].splitlines() if line.startswith("## ")]:
         assert f"(#{slug(heading)})" in contents, heading

@@ -1,0 +1,10 @@
+"""The names a params file may give the data: sets and arithmetic levels.
+
+Apart from the loaders and generators, so that loading params (rlvr.params)
+checks them without importing either.
+"""
+
+BENCHMARKS = ("aime24", "aime25", "amc23", "math500", "minerva", "olympiad_bench")
+OFFLINE_TRAIN_SETS = ("math_train", "aime_1983_2023")  # vendored in data/vendor
+HUB_TRAIN_SETS = ("deepscaler", "dapo_math", "openr1_math")  # online (or data.hub_mirror) only
+LEVELS = (1, 2, 3, 4, 5, 6)  # arithmetic difficulty levels (rlvr.data.arithmetic)

@@ -1,0 +1,51 @@
+"""The data stage: every dataset the pipeline uses, normalized into data/prepared/.
+
+The training mixture (train/) and the evaluation sets (eval/) are written
+apart, so that a change of benchmarks leaves the training input, and with it
+every trained model, untouched.
+"""
+
+from __future__ import annotations
+
+import random
+
+from rlvr.config import DataParams
+from rlvr.data import arithmetic, sources
+from rlvr.data.records import Record, write_jsonl
+
+def hold_out(mixture: list[Record], size: int) -> tuple[list[Record], list[Record]]:
+    """(training, validation): `size` problems drawn from the mixture with a
+    fixed seed, removed from it; the rest keep their order."""
+    if size > len(mixture) // 2:
+        raise ValueError(f"data.validation_size ({size}) would hold out over half of the training mixture "
+                         f"({len(mixture)} problems): lower it")
+    picked = set(random.Random(0).sample(range(len(mixture)), size))
+    return ([r for i, r in enumerate(mixture) if i not in picked],
+            [r for i, r in enumerate(mixture) if i in picked])
+
+
+def prepare(p: DataParams) -> dict[str, int]:
+    """Write train/train.jsonl (the RL training mixture), train/validation.jsonl
+    (held out of it, with data.validation_size), eval/arithmetic.jsonl
+    (held-out arithmetic) and eval/<name>.jsonl for each configured benchmark.
+    Returns row counts."""
+    a = p.arithmetic
+    arith_train, arith_test = arithmetic.generate(a.levels, a.n_train, a.n_test_per_level, a.seed)
+    counts = {"arithmetic": write_jsonl(p.eval_dir / "arithmetic.jsonl", arith_test)}
+    for name in p.benchmarks:
+        counts[name] = write_jsonl(p.eval_dir / f"{name}.jsonl",
+                                   sources.load(name, p.source, p.vendor_dir, p.hub_mirror))
+    mixture: list[Record] = []
+    for name in p.train_sets:
+        if name == "arithmetic":
+            mixture += arith_train
+        elif name in sources.HUB_TRAIN_SETS:
+            mixture += sources.load_hub(name, p.hub_mirror)
+        else:
+            mixture += sources.load_vendored(name, p.vendor_dir)
+    mixture, validation = hold_out(mixture, p.validation_size)
+    counts["train"] = write_jsonl(p.train_dir / "train.jsonl", mixture)
+    p.validation_file.unlink(missing_ok=True)
+    if validation:
+        counts["validation"] = write_jsonl(p.validation_file, validation)
+    return counts

@@ -1,0 +1,133 @@
+"""The ranks of a data-parallel job, and the few collectives the trainer needs.
+
+The DeepSpeed launcher starts one process per rank with RANK, WORLD_SIZE and
+LOCAL_RANK in the environment; `python stages/train.py` alone is a job of one.
+Collectives go through torch.distributed (gloo on CPU, NCCL on CUDA) and are
+no-ops for a job of one, so single-process code pays nothing for them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Ranks:
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def device(self) -> torch.device:
+        """This rank's device: GPU LOCAL_RANK of its node (every GPU stays
+        visible, as vLLM's external launcher expects), or the CPU."""
+        return torch.device("cuda", self.local_rank) if torch.cuda.is_available() else torch.device("cpu")
+
+    def share(self, items: list, chunk: int) -> list:
+        """This rank's part of `items`: of every consecutive `chunk` items, the
+        rank-th slice of chunk / world. With chunk = the mini-batch, the ranks'
+        parts of one mini-batch are exactly the one-rank mini-batch, split."""
+        if chunk % self.world or len(items) % chunk:
+            raise ValueError(f"{len(items)} items in chunks of {chunk} do not split over {self.world} ranks")
+        part = chunk // self.world
+        return [x for start in range(0, len(items), chunk)
+                for x in items[start + self.rank * part : start + (self.rank + 1) * part]]
+
+
+def ranks_from_env() -> Ranks:
+    env = os.environ
+    return Ranks(int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0)))
+
+
+def _free_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
+def cpu_threads(ranks_per_node: int) -> list[int]:
+    """The cores of this rank when several ranks share a CPU node (disjoint sets)."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    per = max(1, len(cores) // ranks_per_node)
+    return cores[local * per : (local + 1) * per] or cores[:1]
+
+
+def init(timeout_s: float = 1800.0) -> Ranks:
+    """Join the job's process group (a group of one without a launcher)."""
+    for key, value in {"MASTER_ADDR": "127.0.0.1", "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}.items():
+        os.environ.setdefault(key, value)
+    os.environ.setdefault("MASTER_PORT", _free_port())
+    ranks = ranks_from_env()
+    if torch.cuda.is_available():
+        # Before anything touches CUDA: the trainer, NCCL and this rank's vLLM
+        # engine (external launcher: it also takes LOCAL_RANK) share this GPU.
+        torch.cuda.set_device(ranks.device)
+    if torch.distributed.is_initialized():
+        return ranks
+    import deepspeed
+
+    deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo",
+                               timeout=datetime.timedelta(seconds=timeout_s), verbose=False)
+    return ranks
+
+
+def _active() -> bool:
+    return torch.distributed.is_available() and torch.distributed.is_initialized() \
+        and torch.distributed.get_world_size() > 1
+
+
+def gather(obj) -> list:
+    """Every rank's `obj`, in rank order, on every rank (picklable objects)."""
+    if not _active():
+        return [obj]
+    out = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(out, obj)
+    return out
+
+
+def all_sum(values: list[float]) -> list[float]:
+    if not _active():
+        return list(values)
+    t = torch.tensor(values, dtype=torch.float64, device=_device())
+    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.SUM)
+    return t.tolist()
+
+
+def all_max(value: int) -> int:
+    """The largest `value` of any rank, on every rank."""
+    if not _active():
+        return value
+    t = torch.tensor([float(value)], device=_device())
+    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+    return int(t.item())
+
+
+def any_rank(flag: bool) -> bool:
+    """True on every rank if it is true on any (e.g. a stop signal one rank got)."""
+    return bool(all_max(int(flag)))
+
+
+def barrier() -> None:
+    if _active():
+        torch.distributed.barrier()
+
+
+def close() -> None:
+    """Leave the process group (torch asks for it before exit; NCCL may hang otherwise)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+
+
+def _device() -> torch.device:
+    """Where a collective's tensor must be: NCCL reduces on the rank's GPU."""
+    return ranks_from_env().device if torch.distributed.get_backend() == "nccl" else torch.device("cpu")

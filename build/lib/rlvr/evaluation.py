@@ -1,0 +1,279 @@
+"""Evaluate a checkpoint: k samples per problem, graded, summarized per set and level.
+
+Under the DeepSpeed launcher every rank generates and grades its share of the
+problems with its own vLLM engine; rank 0 merges them into the same outputs a
+single process writes. A trained run's best-on-validation snapshot
+(train.eval_every) is scored in the same engine, its weights pushed in; one
+already scored under the same evaluation settings is skipped. The trainer
+validates through the same Evaluator, on the held-out problems with the
+light profile (validation:).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from rlvr import distributed
+from rlvr.atomic import write_json
+from rlvr.config import EvalParams, Params, ValidationParams, settings_hash
+from rlvr.data.prompts import build_prompt
+from rlvr.data.records import Record, read_records, write_jsonl
+from rlvr.eval_metrics import mean_over, summarize
+from rlvr.rewards import GroupGrade, Verifier
+from rlvr.run_files import SNAPSHOTS  # written by the trainer beside the final model
+
+BY_STEP = "by_step.json"  # per-snapshot metrics, kept across reruns of the stage
+
+
+def eval_sets(params: Params) -> dict[str, list[Record]]:
+    """The held-out arithmetic split and each configured benchmark, sliced by
+    eval.limits (the first N problems, so every run sees the same slice)."""
+    root = params.data.eval_dir
+    sets = {}
+    for name in ("arithmetic", *params.data.benchmarks):
+        path = root / f"{name}.jsonl"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} not found: run the data stage first (dvc repro prepare_data)")
+        limit = params.eval.limits.get(name)
+        sets[name] = read_records(path)[:limit] if limit else read_records(path)
+    return sets
+
+
+def set_metrics(records: list[Record], grades: list[GroupGrade]) -> dict:
+    """Metrics of one set, plus the same per difficulty level where levels exist."""
+    correct = [[it.correct for it in g.items] for g in grades]
+    majority = [g.majority_correct for g in grades]
+    out = summarize(correct, majority)
+    by_level = defaultdict(list)
+    for i, r in enumerate(records):
+        if r.level is not None:
+            by_level[r.level].append(i)
+    if by_level:
+        out["levels"] = {
+            str(lv): summarize([correct[i] for i in idx], [majority[i] for i in idx])
+            for lv, idx in sorted(by_level.items())
+        }
+    return out
+
+
+def problem_rows(problems, grades) -> list[dict]:
+    """One row per problem: its k samples' correct count and its maj@k, what
+    the report's intervals resample."""
+    return [{"benchmark": name, "id": r.id, "level": r.level, "k": len(g.items),
+             "correct": sum(it.correct for it in g.items), "majority": g.majority_correct}
+            for (name, r), g in zip(problems, grades)]
+
+
+def _sample_rows(problems, completions, grades) -> list[dict]:
+    rows = []
+    for (name, r), comps, g in zip(problems, completions, grades):
+        for j, (c, it) in enumerate(zip(comps, g.items)):
+            rows.append({"benchmark": name, "id": r.id, "level": r.level, "sample": j, "gold": r.answer,
+                         "response": c.text, "extracted": it.extracted, "correct": it.correct,
+                         "status": it.status, "truncated": c.truncated})
+    return rows
+
+
+class Evaluator:
+    """One vLLM engine and one verifier pool per rank, for any number of
+    checkpoints. `sets` and `profile` default to the test sets and eval:; the
+    trainer passes the held-out validation set, validation: and its own engine."""
+
+    def __init__(self, params: Params, model_path: str, rollout_engine=None, sets: dict[str, list[Record]] | None = None,
+                 profile: EvalParams | ValidationParams | None = None):
+        from rlvr.rollout_engine import RolloutEngine
+
+        self.params, self.ranks = params, distributed.ranks_from_env()
+        self.sets = eval_sets(params) if sets is None else sets
+        self.profile = params.eval if profile is None else profile
+        self.problems = [(name, r) for name, recs in self.sets.items() for r in recs]
+        # Alone on its GPU: the evaluation engine takes eval.gpu_memory_utilization, not training's share.
+        self.rollout_engine = rollout_engine or RolloutEngine.from_params(model_path, params.engine, params.model.dtype,
+                                                      seed=params.engine.seed + self.ranks.rank,
+                                                      gpu_memory_utilization=params.eval.gpu_memory_utilization)
+        self.tokenizer = self.rollout_engine.tokenizer
+
+    def settings_id(self) -> str:
+        """What evaluation results depend on besides the weights."""
+        p = self.params
+        return settings_hash(dataclasses.asdict(self.profile), dataclasses.asdict(p.prompt), p.data.benchmarks,
+                           [(n, r.id) for n, r in self.problems])
+
+    def evaluate(self, label: str) -> tuple[dict, list[dict], list[dict]]:
+        """Metrics, per-sample and per-problem rows of the loaded weights (on rank 0; empty elsewhere)."""
+        ev = self.profile
+        mine = self.problems[self.ranks.rank :: self.ranks.world]  # strided: every rank gets every set
+        prompts = [build_prompt(r.problem, self.tokenizer, self.params.prompt) for _, r in mine]
+        counts = [ev.k_for(name) for name, _ in mine]
+        t0 = time.perf_counter()
+        completions = self.rollout_engine.generate(prompts, n=counts, temperature=ev.temperature, top_p=ev.top_p,
+                                         max_tokens=ev.max_new_tokens, progress=self.ranks.main)
+        gen_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with Verifier.from_params(self.params) as verifier:
+            grades = verifier.grade([(r.golds, [c.text for c in cs]) for (_, r), cs in zip(mine, completions)],
+                                    desc=f"verify {label}" if self.ranks.main else None)
+            counts = verifier.counts.summary()
+        verify_s = time.perf_counter() - t0
+        parts = distributed.gather((completions, grades, counts, gen_s, verify_s))
+        if not self.ranks.main:
+            return {}, [], []
+        completions, grades = _interleave([p[0] for p in parts]), _interleave([p[1] for p in parts])
+        per_set, i = {}, 0
+        for name, recs in self.sets.items():
+            per_set[name] = set_metrics(recs, grades[i : i + len(recs)])
+            i += len(recs)
+        verifier_counts = {k: sum(p[2][k] for p in parts) for k in parts[0][2]}
+        metrics = {
+            "k": ev.k,
+            "k_per_set": {name: ev.k_for(name) for name in self.sets},
+            "mean": mean_over({n: {k: v for k, v in m.items() if k != "levels"} for n, m in per_set.items()}),
+            "benchmarks": per_set,
+            "generation": _generation_stats(completions, max(p[3] for p in parts), self.rollout_engine.start_seconds),
+            "verifier": {**verifier_counts, "seconds": round(max(p[4] for p in parts), 2)},
+            "ranks": self.ranks.world,
+        }
+        return metrics, _sample_rows(self.problems, completions, grades), problem_rows(self.problems, grades)
+
+
+def _interleave(parts: list[list]) -> list:
+    """Undo the strided split problems[rank::world]."""
+    out = []
+    for i in range(max(len(p) for p in parts)):
+        out += [p[i] for p in parts if i < len(p)]
+    return out
+
+
+def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, rollout_engine=None) -> dict:
+    """Evaluate the model and, for a trained run, its best-on-validation
+    snapshot unless already evaluated under these settings. Rank 0 writes
+    samples.jsonl and metrics.json (the final model) and by_step.json (the
+    snapshot and the final model, with their validation scores)."""
+    from rlvr.rollout_engine import load_safetensors
+
+    model_path, out_dir = Path(model_path), Path(out_dir)
+    evaluator = Evaluator(params, str(model_path), rollout_engine)
+    if rollout_engine is not None:  # an engine passed in holds whatever it held last
+        rollout_engine.load_weights(load_safetensors(model_path))
+    snapshots = _snapshots(model_path)
+    by_step = _load_by_step(out_dir / BY_STEP, evaluator.settings_id(), snapshots)
+    swapped = False  # the engine holds a snapshot's weights, not the model's
+    for snap in snapshots[:-1]:
+        if by_step["steps"].get(str(snap["step"]), {}).get("id") == snap["id"]:
+            continue
+        snap_dir = Path(model_path) / snap["path"]  # relative to the model: pulled with it
+        if not snap_dir.exists():
+            raise FileNotFoundError(
+                f"snapshot {snap_dir} (step {snap['step']}) is missing: it is part of the train stage's output; "
+                f"restore it with `dvc pull` or `dvc checkout`, or retrain (dvc repro -f train@...)")
+        evaluator.rollout_engine.load_weights(load_safetensors(snap_dir))
+        swapped = True
+        metrics, _, problems = evaluator.evaluate(f"step {snap['step']}")
+        _keep(by_step, snap, metrics, problems, out_dir, evaluator.ranks)
+    if swapped:
+        evaluator.rollout_engine.load_weights(load_safetensors(model_path))
+    metrics, rows, problems = evaluator.evaluate("final")
+    if evaluator.ranks.main:
+        metrics["model"] = str(model_path)
+        write_jsonl(out_dir / "samples.jsonl", rows)
+        write_jsonl(out_dir / "problems.jsonl", problems)
+        write_json(out_dir / "metrics.json", metrics)
+        _keep(by_step, snapshots[-1], metrics, problems, out_dir, evaluator.ranks)
+    return {"metrics": metrics, "rows": rows}
+
+
+def _snapshots(model_path: Path) -> list[dict]:
+    """The run's best snapshot if any, the final model last (a base model: only itself)."""
+    listing = model_path / SNAPSHOTS
+    return json.loads(listing.read_text()) if listing.exists() else [{"step": None, "id": None, "path": "."}]
+
+
+def _load_by_step(path: Path, settings: str, snapshots: list[dict]) -> dict:
+    """The results kept from an earlier run of the stage: those of the
+    snapshots still listed (same weights) under the same settings."""
+    listed = {(str(s["step"]), s["id"]) for s in snapshots}
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("settings") == settings:
+            saved["steps"] = {k: v for k, v in saved["steps"].items() if (k, v.get("id")) in listed}
+            return saved
+    return {"settings": settings, "steps": {}}
+
+
+def _keep(by_step: dict, snap: dict, metrics: dict, problems: list[dict], out_dir: Path, ranks) -> None:
+    """Record one snapshot's summary and per-problem results at once, so a
+    killed stage resumes after it."""
+    if not ranks.main or snap["step"] is None:
+        return
+    summary = {"mean": metrics["mean"], "benchmarks": {n: {k: v for k, v in m.items() if k != "levels"}
+                                                       for n, m in metrics["benchmarks"].items()}}
+    by_step["steps"][str(snap["step"])] = {"id": snap["id"], "best": snap.get("best", False),
+                                           "validation": snap.get("validation"), **summary,
+                                           "problems": [[p["correct"], p["majority"]] for p in problems]}
+    write_json(out_dir / BY_STEP, by_step)
+
+
+def _generation_stats(flat, seconds: float, start_seconds: float) -> dict:
+    comps = [c for group in flat for c in group]
+    tokens = sum(len(c.token_ids) for c in comps)
+    return {
+        "samples": len(comps),
+        "tokens": tokens,
+        "tokens_per_s": round(tokens / max(seconds, 1e-9), 1),
+        "mean_response_tokens": round(tokens / max(len(comps), 1), 1),
+        "truncation_rate": round(sum(c.truncated for c in comps) / max(len(comps), 1), 4),
+        "seconds": round(seconds, 2),
+        "engine_start_seconds": round(start_seconds, 2),
+    }
+
+
+def flat_metrics(metrics: dict) -> dict[str, float]:
+    """metrics.json -> {'mean/avg@4': .., 'arithmetic/L1/avg@4': ..} for MLflow."""
+    out = {f"mean/{k}": v for k, v in metrics["mean"].items()}
+    for name, m in metrics["benchmarks"].items():
+        for k, v in m.items():
+            if k == "levels":
+                for lv, lm in v.items():
+                    out.update({f"{name}/L{lv}/{kk}": vv for kk, vv in lm.items()})
+            else:
+                out[f"{name}/{k}"] = v
+    out.update({f"gen/{k}": v for k, v in metrics["generation"].items()})
+    out.update({f"verifier/{k}": v for k, v in metrics["verifier"].items()})
+    return out
+
+
+def evaluate_stage(params: Params, run) -> dict:
+    """The evaluate stage: evaluate `run` (rlvr.runs.Run) on every rank, track
+    it on rank 0; returns the one-line summary."""
+    from contextlib import nullcontext
+
+    from rlvr.tracking import Tracker, dataset_input
+
+    import torch
+
+    ranks = distributed.ranks_from_env()
+    if ranks.world > 1 or torch.cuda.is_available():  # CUDA: vLLM's external launcher joins this process group
+        ranks = distributed.init(params.launcher.timeout_s)
+    logged = {"eval": dataclasses.asdict(params.eval), "engine": dataclasses.asdict(params.engine),
+              "prompt": dataclasses.asdict(params.prompt), "benchmarks": params.data.benchmarks,
+              "run": run.name, "model_path": str(run.model_dir), "ranks": ranks.world}
+    tracker = Tracker.for_stage(params, f"evaluate@{run.name}", model=run.method, logged=logged) \
+        if ranks.main else None
+    with tracker or nullcontext():
+        result = run_evaluation(run.model_dir, params, run.eval_dir)
+        if tracker is None:
+            return {}
+        for name in ("arithmetic", *params.data.benchmarks):
+            tracker.log_dataset(dataset_input(params.data.eval_dir / f"{name}.jsonl", "eval"))
+        tracker.log_metrics(flat_metrics(result["metrics"]))
+        tracker.log_table(result["rows"][: params.tracking.log_samples], "samples.json")
+        tracker.log_artifact(run.eval_dir / "metrics.json")
+        tracker.log_artifact(run.eval_dir / BY_STEP)
+    m = result["metrics"]
+    summary = {k: round(v, 3) for k, v in m["mean"].items() if "@" in k}
+    summary["tok/s"] = m["generation"]["tokens_per_s"]
+    return summary

@@ -1,0 +1,259 @@
+"""Per-GPU memory of a recipe, estimated from the model's shape and the params.
+
+    python -m rlvr.memory params/disco_1.5b.yaml --gpu-gib 80
+
+prints, for every method of the recipe, what one GPU holds in its two phases:
+the rollout (the trainer's resident state beside vLLM's share) and the update
+(the resident state, the largest loss call's activations and LM-head blocks,
+vLLM asleep). The train stage runs the same check on the real GPU before it
+starts, and stops with the setting to change when a recipe cannot fit.
+
+The numbers are estimates, worst case: every response of the largest loss
+call at the maximum length. What each line counts is written beside it;
+bench/gpu_check.sh measures a loss call of the 1.5B shape against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlvr.config import ConfigError, Params
+from rlvr.methods import MethodConfig, method_config
+from rlvr.params import load_params
+from rlvr.policy import HEAD_BLOCK_LOGITS
+
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    tied: bool  # the LM head is the embedding matrix
+    qkv_bias: bool = False  # Qwen2
+
+    @property
+    def kv_dim(self) -> int:
+        return self.hidden // self.heads * self.kv_heads
+
+    @property
+    def layer_params(self) -> int:
+        h, kv = self.hidden, self.kv_dim
+        attention = 2 * h * h + 2 * h * kv + ((h + 2 * kv) if self.qkv_bias else 0)
+        return attention + 3 * h * self.intermediate + 2 * h
+
+    @property
+    def params(self) -> int:
+        embeddings = self.vocab * self.hidden * (1 if self.tied else 2)
+        return embeddings + self.layers * self.layer_params + self.hidden
+
+
+# The recipes' models, from each one's config.json on the hub.
+_QWEN_1_5B = dict(hidden=1536, layers=28, heads=12, kv_heads=2, intermediate=8960, vocab=151936, qkv_bias=True)
+_QWEN_7B = dict(hidden=3584, layers=28, heads=28, kv_heads=4, intermediate=18944, vocab=152064, qkv_bias=True)
+_LLAMA_8B = dict(hidden=4096, layers=32, heads=32, kv_heads=8, intermediate=14336, vocab=128256)
+KNOWN_SHAPES = {
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": ModelShape(**_QWEN_1_5B, tied=False),
+    "Qwen/Qwen2.5-Math-1.5B": ModelShape(**_QWEN_1_5B, tied=True),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": ModelShape(**_QWEN_7B, tied=False),
+    "Qwen/Qwen2.5-Math-7B": ModelShape(**_QWEN_7B, tied=False),
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": ModelShape(**_LLAMA_8B, tied=False),
+    "meta-llama/Llama-3.1-8B": ModelShape(**_LLAMA_8B, tied=False),
+    "meta-llama/Llama-3.1-8B-Instruct": ModelShape(**_LLAMA_8B, tied=False),
+}
+
+
+def shape_from_config(config: dict) -> ModelShape:
+    return ModelShape(hidden=config["hidden_size"], layers=config["num_hidden_layers"],
+                      heads=config["num_attention_heads"],
+                      kv_heads=config.get("num_key_value_heads", config["num_attention_heads"]),
+                      intermediate=config["intermediate_size"], vocab=config["vocab_size"],
+                      tied=bool(config.get("tie_word_embeddings", False)),
+                      qkv_bias=config.get("model_type") == "qwen2")
+
+
+def model_shape(params: Params) -> ModelShape:
+    """The shape of params' model: a local model directory's config.json, a
+    known hub model, or else the prepared model's (models/base, made from the
+    source by prepare_model)."""
+    source, prepared = Path(params.model.source), Path(params.model.out_dir) / "config.json"
+    if (source / "config.json").exists():
+        return shape_from_config(json.loads((source / "config.json").read_text()))
+    if params.model.source in KNOWN_SHAPES:
+        return KNOWN_SHAPES[params.model.source]
+    if prepared.exists():
+        return shape_from_config(json.loads(prepared.read_text()))
+    raise ConfigError([f"model.source '{params.model.source}': its shape is unknown before the model is "
+                       f"prepared; run `dvc repro prepare_model` first (or add it to rlvr.memory.KNOWN_SHAPES)"])
+
+
+# Fixed costs, in bytes.
+CUDA_OVERHEAD = 3 * GIB  # CUDA context, NCCL buffers, allocator slack
+REDUCE_BUCKET = 200_000_000  # elements: DeepSpeed's reduce / all-gather bucket size (rlvr.train_engine.deepspeed_config)
+VLLM_ASLEEP = 1 * GIB  # what a sleeping engine keeps (CUDA graph pools, its allocator's slack)
+HEAD_BLOCK = HEAD_BLOCK_LOGITS  # float32 logits per LM-head row block on a GPU
+
+
+def loss_call_tokens(method: MethodConfig, params: Params) -> int:
+    """Tokens of the largest loss call, padding included: the token budget
+    (train.max_tokens_per_call), or micro_batch_questions whole groups of
+    sequences as long as the engine admits (max_model_len holds prompt and response)."""
+    t = method.train
+    if t.max_tokens_per_call > 0:
+        return t.max_tokens_per_call
+    return t.micro_batch_questions * t.responses_per_question * params.engine.max_model_len
+
+
+def loss_call_response_tokens(method: MethodConfig, params: Params) -> int:
+    """Response tokens of the largest loss call (at most all of its tokens)."""
+    t = method.train
+    if t.max_tokens_per_call > 0:
+        return t.max_tokens_per_call
+    return t.micro_batch_questions * t.responses_per_question * t.max_response_tokens
+
+
+def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: float) -> dict:
+    """Bytes per GPU, by component, and the two phases' totals."""
+    t, world, needs = method.train, params.launcher.world, method.objective.needs()
+    b = 2 if t.bf16 else 4
+    p = shape.params
+    shard = world if t.zero_stage >= 1 else 1
+    rows = {
+        "weights": p * b / (world if t.zero_stage == 3 else 1) + (2 * shape.layer_params * b if t.zero_stage == 3 else 0),
+        # fp32 master copy (bf16 only) + Adam's two moments, sharded by ZeRO >= 1
+        "optimizer": (12 if t.bf16 else 8) * p / shard,
+        # the fp32 gradient partition (ZeRO >= 2 shards it)
+        "gradients": 4 * p / (world if t.zero_stage >= 2 else 1),
+        "reference model": p * b if needs.reference_model else 0,
+        "overhead": CUDA_OVERHEAD,
+    }
+    resident = sum(rows.values())
+    tokens = loss_call_tokens(method, params)
+    response_tokens = loss_call_response_tokens(method, params)
+    h, i, kv = shape.hidden, shape.intermediate, shape.kv_dim
+    # One decoder layer's saved activations per token: bf16 norm outputs, q, k, v,
+    # rotated q/k, attention output, MLP gate/up/activation/product, and the two
+    # RMSNorms' float32 inputs.
+    per_layer = b * (5 * h + 4 * kv + 5 * i) + 2 * 4 * h
+    if t.gradient_checkpointing:  # each layer's input kept; one layer recomputed, plus its backward's transients
+        activations = shape.layers * tokens * h * b + 1.5 * tokens * per_layer
+    else:
+        activations = shape.layers * tokens * per_layer
+    differentiable = bool(needs.grad_entropies)
+    head = ((6 if differentiable else 3) * HEAD_BLOCK * 4  # float32 blocks and their autograd intermediates
+            + 3 * response_tokens * h * 4  # response hidden states, their gradient, the float32 log-probs
+            + shape.vocab * h * 4)  # the head's float32 gradient accumulator
+    # the padded call's boolean attention mask, rows x width^2: largest with the widest rows
+    mask = tokens * params.engine.max_model_len
+    update = {"buckets": 2 * REDUCE_BUCKET * b, "activations": activations, "attention mask": mask,
+              "LM head": head, "vLLM asleep": VLLM_ASLEEP}
+    rollout = {"vLLM": params.engine.gpu_memory_utilization * gpu_bytes}
+    return {"resident": rows, "rollout": rollout, "update": update, "tokens": tokens,
+            "resident_total": resident, "rollout_total": resident + sum(rollout.values()),
+            "update_total": resident + sum(update.values())}
+
+
+def problems(params: Params, method: MethodConfig, est: dict, gpu_bytes: float) -> list[str]:
+    """What does not fit, each with the setting to change."""
+    out, name, gib = [], method.name, gpu_bytes / GIB
+    if est["rollout_total"] > gpu_bytes:
+        room = (gpu_bytes - est["resident_total"]) / gpu_bytes
+        out.append(f"methods.{name}: the rollout needs {est['rollout_total'] / GIB:.1f} GiB of {gib:.0f}: "
+                   f"the trainer keeps {est['resident_total'] / GIB:.1f} GiB beside vLLM's share; lower "
+                   f"engine.gpu_memory_utilization ({params.engine.gpu_memory_utilization}) to at most "
+                   f"{max(room, 0):.2f}, or raise train.zero_stage / the number of ranks")
+    if est["update_total"] > gpu_bytes:
+        out.append(f"methods.{name}: the update needs {est['update_total'] / GIB:.1f} GiB of {gib:.0f}: its "
+                   f"largest loss call holds {est['tokens']:,} tokens ({est['update']['activations'] / GIB:.1f} GiB "
+                   "of activations); lower train.max_tokens_per_call (or train.micro_batch_questions without it) or "
+                   "train.max_response_tokens, or turn on train.gradient_checkpointing")
+    return out
+
+
+def check(params: Params, gpu_bytes: float, shape: ModelShape | None = None,
+          methods: list[str] | None = None) -> dict[str, dict]:
+    """The methods' budgets (all by default); ConfigError listing every method that cannot fit."""
+    shape = shape or model_shape(params)
+    found, estimates = [], {}
+    for name in methods if methods is not None else params.extra.get("methods") or {}:
+        method = method_config(params, name)
+        estimates[name] = budget(params, method, shape, gpu_bytes)
+        found += problems(params, method, estimates[name], gpu_bytes)
+    if found:
+        raise ConfigError(found, f"memory on a {gpu_bytes / GIB:.0f} GiB GPU")
+    return estimates
+
+
+def check_this_gpu(params: Params, method: str) -> None:
+    """The train stage's check before any compute, on this node's GPU (no-op
+    without CUDA). The estimate is a worst case (every response at the maximum
+    length): RLVR_MEMORY_CHECK=warn turns the stop into a warning."""
+    import os
+
+    import torch
+
+    if not torch.cuda.is_available() or os.environ.get("RLVR_MEMORY_CHECK") == "off":
+        return
+    try:
+        check(params, torch.cuda.get_device_properties(0).total_memory, methods=[method])
+    except ConfigError as e:
+        if os.environ.get("RLVR_MEMORY_CHECK") != "warn":
+            raise ConfigError(e.problems + ["the estimate is a worst case (python -m rlvr.memory shows it); "
+                                            "RLVR_MEMORY_CHECK=warn goes on anyway"], "memory") from None
+        print(f"warning: {e}", file=sys.stderr)
+
+
+def format_budget(name: str, est: dict, gpu_bytes: float) -> str:
+    def line(label, value):
+        return f"  {label:<18} {value / GIB:7.1f} GiB"
+
+    lines = [f"{name}: largest loss call {est['tokens']:,} tokens"]
+    lines += [line(k, v) for k, v in est["resident"].items() if v]
+    lines.append(line("= resident", est["resident_total"]))
+    lines += [line(k, v) for k, v in est["rollout"].items()]
+    lines.append(line("rollout peak", est["rollout_total"]) + f"  ({est['rollout_total'] / gpu_bytes:.0%})")
+    lines += [line(k, v) for k, v in est["update"].items()]
+    lines.append(line("update peak", est["update_total"]) + f"  ({est['update_total'] / gpu_bytes:.0%})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("params", nargs="?", default="params.yaml")
+    ap.add_argument("--gpu-gib", type=float, default=80.0, help="GPU memory in GiB (80: A100/H100; 141: H200)")
+    args = ap.parse_args(argv)
+    gpu = args.gpu_gib * GIB
+    try:
+        params = load_params(args.params)
+        shape = model_shape(params)
+        methods = list(params.extra.get("methods") or {})
+        print(f"{args.params}: {params.model.source}, {shape.params / 1e9:.2f}B parameters, "
+              f"{params.launcher.world} rank(s), {args.gpu_gib:g} GiB per GPU")
+        failed, shown = [], {}
+        for name in methods:
+            method = method_config(params, name)
+            est = budget(params, method, shape, gpu)
+            shown.setdefault((est["rollout_total"], est["update_total"]), (est, []))[1].append(name)
+            failed += problems(params, method, est, gpu)
+        for est, names in shown.values():  # methods with the same needs share one breakdown
+            print(format_budget(", ".join(names), est, gpu))
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if failed:
+        print(ConfigError(failed, f"does not fit {args.gpu_gib:g} GiB"), file=sys.stderr)
+        return 1
+    print(f"fits: every method within {args.gpu_gib:g} GiB per GPU")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""A method: the shared training settings (`train:` with the entry's
+overrides) and one objective with its own settings (`methods.<name>:`).
+
+The objective's settings dataclass builds and checks the entry's other keys;
+what the objective needs (whole groups per loss call) meets the training
+settings here. Every method's problems are reported at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlvr.config import (
+    ConfigError,
+    Params,
+    TrainParams,
+    build,
+    check_rank_shares,
+    check_token_budget,
+    method_entry,
+    unknown_name,
+)
+from rlvr.objectives.base import ObjectiveParams
+from rlvr.objectives.registry import objectives
+from rlvr.params import core_params, read_yaml
+
+
+@dataclass
+class MethodConfig:
+    name: str
+    train: TrainParams
+    objective: ObjectiveParams  # the objective's settings dataclass; `.objective` is its name
+
+
+def method_config(params: Params, name: str) -> MethodConfig:
+    """`train:` defaults merged with `methods.<name>` overrides and the
+    objective's settings, validated."""
+    problems: list[str] = []
+    method = build_method(params, name, problems)
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)))
+    return method
+
+
+def build_method(params: Params, name: str, problems: list[str]) -> MethodConfig:
+    train, settings = method_entry(params, name, problems)
+    known = objectives()
+    chosen = settings.get("objective", ObjectiveParams.objective)
+    where = f"methods.{name}"
+    if chosen not in known:
+        problems.append(unknown_name(f"{where}.objective", chosen, sorted(known)))
+        return MethodConfig(name, train, ObjectiveParams(objective=str(chosen)))
+    cls = known[chosen].params
+    hp = build(cls, settings, f"{where}.", problems) or cls(objective=chosen)
+    hp.objective = chosen
+    hp.check(where, problems)
+    check_with_objective(where, train, hp, params, problems)
+    return MethodConfig(name, train, hp)
+
+
+def check_methods(params: Params) -> None:
+    """Every method of params; raises one ConfigError listing all problems."""
+    problems: list[str] = []
+    for name in params.extra.get("methods") or {}:
+        build_method(params, name, problems)
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)))
+
+
+def load_recipe(path: str | Path = "params.yaml") -> Params:
+    """load_params with every method's objective settings checked too."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError([f"file not found: {path} (run from the repository root)"], str(path))
+    return parse_recipe(read_yaml(path), str(path))
+
+
+def parse_recipe(raw: dict, source: str = "params") -> Params:
+    problems: list[str] = []
+    params = core_params(raw, problems)
+    if params is not None:
+        methods = params.extra.get("methods") or {}
+        for name in methods if isinstance(methods, dict) else ():
+            build_method(params, name, problems)
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)), source)
+    return params
+
+
+def check_with_objective(where: str, t: TrainParams, hp: ObjectiveParams, params: Params,
+                         problems: list[str]) -> None:
+    """The training settings' rules that depend on the objective (the others: rlvr.config.check_train)."""
+    if hp.needs().whole_groups and t.max_tokens_per_call > 0:
+        if t.mini_batch_questions >= 1 and t.mini_batch_questions % params.launcher.world:
+            check_rank_shares(where, t, params.launcher.world, problems, needs_groups=hp.objective)
+        check_token_budget(where, t, params.engine.max_model_len, problems, needs_groups=hp.objective)
+    if hp.overlong_buffer >= t.max_response_tokens:
+        problems.append(f"'{where}.overlong_buffer' must be below train.max_response_tokens")

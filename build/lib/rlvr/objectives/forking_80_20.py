@@ -1,0 +1,81 @@
+"""The 80/20 forking tokens (Wang et al. 2025), one of SIREN's entropy
+baselines (see entropy_reg.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from rlvr.objectives.base import (
+    ENTROPY,
+    LossOutput,
+    Needs,
+    PolicyBatch,
+    PolicyTermParams,
+    advantages,
+    check_choice,
+    need_entropy,
+    policy_term,
+    token_share,
+)
+from rlvr.objectives.registry import register
+from rlvr.objectives.siren import peak_entropy_mask
+
+
+def forking_mask(h: torch.Tensor, mask: torch.Tensor, top_ratio: float, scope: str = "response") -> torch.Tensor:
+    """The 80/20 token selection (no gradient): M_it = H_it > tau (strict), tau the
+    linear (1 - top_ratio) quantile of H over the real tokens of each response
+    ('response', SIREN's mask_by_quantile) or of the whole batch ('batch', Wang et al.'s
+    batch-level threshold). A response whose real tokens share one entropy, or has a
+    single token, keeps nothing under 'response'."""
+    if not 0 < top_ratio < 1:
+        raise ValueError(f"forking_top_ratio must be in (0, 1), got {top_ratio}")
+    q = 1.0 - top_ratio
+    if scope == "response":
+        return peak_entropy_mask(h, mask, q)
+    if scope == "batch":
+        hd, real = h.detach(), mask > 0
+        if not real.any():
+            return torch.zeros_like(mask)
+        tau = torch.quantile(hd[real].float(), q)
+        return ((hd > tau) & real).to(mask.dtype)
+    raise ValueError(f"forking_scope must be 'response' or 'batch', got '{scope}'")
+
+
+@dataclass
+class ForkingParams(PolicyTermParams):
+    forking_top_ratio: float = 0.2  # keep the tokens with H above the (1 - ratio) quantile
+    forking_scope: str = "response"  # the quantile's tokens: 'response' (SIREN's code) | 'batch' (Wang et al.)
+
+    def needs(self) -> Needs:
+        return Needs(entropies=ENTROPY)  # read only: it selects tokens
+
+    def check(self, where: str, problems: list[str]) -> None:
+        super().check(where, problems)
+        check_choice(where, "forking_scope", self.forking_scope, ("response", "batch"), problems)
+        if not 0 < self.forking_top_ratio < 1:
+            problems.append(f"'{where}.forking_top_ratio' must be in (0, 1), got {self.forking_top_ratio}")
+
+
+@register("forking_80_20", ForkingParams)
+def forking_80_20(batch: PolicyBatch, hp: ForkingParams) -> LossOutput:
+    """Policy gradient on the high-entropy "forking" tokens only (Wang et al.;
+    experiment_type 'baseline_eighty_twenty').
+
+        loss = sum_{i,t} m_it M_it l_it / (N * max_response_len)
+
+    l_it is Dr. GRPO's clipped token loss (dual clip c = hp.dual_clip for A < 0) and
+    M = forking_mask(H, m, forking_top_ratio, forking_scope): with the defaults, the
+    tokens above each response's 0.8 entropy quantile (strict), as SIREN's code does
+    it. H is the full-vocabulary entropy, used only to select tokens (no gradient);
+    the gradient reaches log p only through selected tokens. Unselected tokens keep
+    their place in the denominator (the official agg_loss divides by rows * width
+    whatever the mask). Wang et al. pick the top 20% of the whole batch on top of
+    DAPO: forking_scope 'batch' reproduces their selection only.
+    """
+    h = need_entropy(batch, "forking_80_20")
+    m = forking_mask(h, batch.mask, hp.forking_top_ratio, hp.forking_scope)
+    loss, metrics = policy_term(batch, advantages(batch, scale=False), hp, "seq-mean-token-sum-norm",
+                                mask=batch.mask * m)
+    return LossOutput(loss, {**metrics, "forking_frac": token_share(m, batch.mask)})

@@ -1,0 +1,80 @@
+"""Objectives by name, as verl registers its policy losses: an objective
+module registers its loss with the dataclass of its settings, and the
+trainer asks those settings what the loss needs (`ObjectiveParams.needs`).
+
+    @dataclass
+    class HalfClipParams(PolicyTermParams):
+        scale: float = 0.5  # what the setting does
+
+    @register("half_clip", HalfClipParams)
+    def half_clip(batch: PolicyBatch, p: HalfClipParams) -> LossOutput: ...
+
+Every module of this package is imported on the first lookup, so a new
+objective is its module plus a `methods:` entry in params; a module outside
+the package registers itself when imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable
+
+from rlvr.objectives.base import LossOutput, ObjectiveParams, PolicyBatch
+
+# modules of this package that hold no objective
+_NOT_OBJECTIVES = {"base", "registry"}
+
+
+@dataclass(frozen=True)
+class Objective:
+    name: str
+    loss: Callable[[PolicyBatch, ObjectiveParams], LossOutput]
+    params: type[ObjectiveParams]  # the dataclass of its settings (`methods.<name>:` in params)
+
+
+_REGISTRY: dict[str, Objective] = {}
+
+
+def register(name: str, params: type[ObjectiveParams]):
+    """Decorator: the loss function `fn(batch, params)` under `name`."""
+    if not (isinstance(params, type) and issubclass(params, ObjectiveParams)):
+        raise TypeError(f"objective '{name}': its settings must be an ObjectiveParams dataclass, got {params!r}")
+
+    def add(fn):
+        known = _REGISTRY.get(name)
+        if known is not None and known.loss.__qualname__ != fn.__qualname__:
+            raise ValueError(f"objective '{name}' is registered twice ({known.loss.__module__} and {fn.__module__})")
+        _REGISTRY[name] = Objective(name, fn, params)
+        return fn
+
+    return add
+
+
+def _import_package() -> None:
+    for info in pkgutil.iter_modules(importlib.import_module("rlvr.objectives").__path__):
+        if info.name not in _NOT_OBJECTIVES:
+            importlib.import_module(f"rlvr.objectives.{info.name}")
+
+
+def objectives() -> dict[str, Objective]:
+    """Every registered objective, the package's own first."""
+    _import_package()
+    return dict(_REGISTRY)
+
+
+def objective(name: str) -> Objective:
+    found = objectives().get(name)
+    if found is None:
+        raise KeyError(f"unknown objective '{name}'; registered: {', '.join(sorted(_REGISTRY))}")
+    return found
+
+
+def names() -> tuple[str, ...]:
+    return tuple(objectives())
+
+
+def settings(name: str, **values) -> ObjectiveParams:
+    """The settings dataclass of objective `name` with `values` (the rest at their defaults)."""
+    return objective(name).params(objective=name, **values)

