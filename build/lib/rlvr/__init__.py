@@ -1,3 +1,0 @@
-"""rlvr: reinforcement learning with verifiable rewards, as a DVC pipeline."""
-
-__version__ = "0.1.0"
