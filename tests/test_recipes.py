@@ -2,6 +2,7 @@
 real prepare -> train (2 steps, one snapshot) -> evaluate path on a tiny random
 model of its architecture, the online loaders fed from data/vendor/hub."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -79,7 +80,7 @@ def test_every_objective_param_of_a_recipe_changes_the_loss(recipe):
         for key, value in entry.items():
             if key in ("objective", "dynamic_sampling_rounds") or key in TRAIN_KEYS:
                 continue
-            changed = base.replace(**{key: perturbed(value)})
+            changed = dataclasses.replace(base, **{key: perturbed(value)})
             if key in ("entropy_top_p", "entropy_top_k"):
                 assert topp_value(changed) != pytest.approx(topp_value(base), rel=1e-9), (recipe.stem, name, key)
                 continue

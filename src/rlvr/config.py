@@ -305,10 +305,10 @@ def check_launcher(lc: LauncherParams, problems: list[str]) -> None:
         problems.append(f"'launcher.timeout_s' must be > 0, got {lc.timeout_s}")
 
 
-def unknown_name(where: str, name, valid) -> str:
-    close = difflib.get_close_matches(str(name), list(valid), n=1)
+def unknown_name(where: str, name, valid, what: str = "name") -> str:
+    close = difflib.get_close_matches(str(name), list(map(str, valid)), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return f"'{where}' has unknown name '{name}'{hint}; valid: {', '.join(valid)}"
+    return f"'{where}' has unknown {what} '{name}'{hint}; valid: {', '.join(map(str, valid))}"
 
 
 # ---- training ----------------------------------------------------------------

@@ -83,7 +83,8 @@ class Evaluator:
     checkpoints. `sets` and `profile` default to the test sets and eval:; the
     trainer passes the held-out validation set, validation: and its own engine."""
 
-    def __init__(self, params: Params, model_path: str, rollout_engine=None, sets: dict[str, list[Record]] | None = None,
+    def __init__(self, params: Params, model_path: str, rollout_engine=None,
+                 sets: dict[str, list[Record]] | None = None,
                  profile: EvalParams | ValidationParams | None = None):
         from rlvr.rollout_engine import RolloutEngine
 
@@ -92,9 +93,9 @@ class Evaluator:
         self.profile = params.eval if profile is None else profile
         self.problems = [(name, r) for name, recs in self.sets.items() for r in recs]
         # Alone on its GPU: the evaluation engine takes eval.gpu_memory_utilization, not training's share.
-        self.rollout_engine = rollout_engine or RolloutEngine.from_params(model_path, params.engine, params.model.dtype,
-                                                      seed=params.engine.seed + self.ranks.rank,
-                                                      gpu_memory_utilization=params.eval.gpu_memory_utilization)
+        self.rollout_engine = rollout_engine or RolloutEngine.from_params(
+            model_path, params.engine, params.model.dtype, seed=params.engine.seed + self.ranks.rank,
+            gpu_memory_utilization=params.eval.gpu_memory_utilization)
         self.tokenizer = self.rollout_engine.tokenizer
 
     def settings_id(self) -> str:
@@ -111,7 +112,7 @@ class Evaluator:
         counts = [ev.k_for(name) for name, _ in mine]
         t0 = time.perf_counter()
         completions = self.rollout_engine.generate(prompts, n=counts, temperature=ev.temperature, top_p=ev.top_p,
-                                         max_tokens=ev.max_new_tokens, progress=self.ranks.main)
+                                                   max_tokens=ev.max_new_tokens, progress=self.ranks.main)
         gen_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         with Verifier.from_params(self.params) as verifier:

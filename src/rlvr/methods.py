@@ -59,20 +59,23 @@ def build_method(params: Params, name: str, problems: list[str]) -> MethodConfig
     return MethodConfig(name, train, hp)
 
 
+def every_method(params: Params, problems: list[str]) -> None:
+    """Build every method of params, appending its problems."""
+    methods = params.extra.get("methods") or {}
+    for name in methods if isinstance(methods, dict) else ():
+        build_method(params, name, problems)
+
+
 def check_methods(params: Params) -> None:
     """Every method of params; raises one ConfigError listing all problems."""
     problems: list[str] = []
-    for name in params.extra.get("methods") or {}:
-        build_method(params, name, problems)
+    every_method(params, problems)
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
 
 
 def load_recipe(path: str | Path = "params.yaml") -> Params:
     """load_params with every method's objective settings checked too."""
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError([f"file not found: {path} (run from the repository root)"], str(path))
     return parse_recipe(read_yaml(path), str(path))
 
 
@@ -80,9 +83,7 @@ def parse_recipe(raw: dict, source: str = "params") -> Params:
     problems: list[str] = []
     params = core_params(raw, problems)
     if params is not None:
-        methods = params.extra.get("methods") or {}
-        for name in methods if isinstance(methods, dict) else ():
-            build_method(params, name, problems)
+        every_method(params, problems)
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)), source)
     return params

@@ -13,19 +13,20 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.data.names import BENCHMARKS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
 from rlvr import hardware
 from rlvr.config import EXTRA_SECTIONS, ConfigError, Params, build, check_params, method_entry, unknown_name
+from rlvr.data.names import BENCHMARKS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError([f"file not found: {path} (run from the repository root)"], str(path))
     return parse_params(read_yaml(path), str(path))
 
 
-def read_yaml(path: Path) -> dict:
+def read_yaml(path: str | Path) -> dict:
+    """A params file's mapping; a missing or malformed file is a ConfigError."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError([f"file not found: {path} (run from the repository root)"], str(path))
     try:
         return yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:

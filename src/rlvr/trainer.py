@@ -225,8 +225,8 @@ class Trainer:
         for g in self.ds_engine.optimizer.param_groups:
             g["lr"] = lr
         self.rollout_engine.sleep()  # frees the GPU memory vLLM holds (KV cache, weights) for the update
-        self.anchor, self.old_pass_groups = self.update.run(training_groups(collected.groups, self.settings, self.ranks),
-                                                            self.sampler.position, self.anchor, metrics, timer)
+        groups = training_groups(collected.groups, self.settings, self.ranks)
+        self.anchor, self.old_pass_groups = self.update.run(groups, self.sampler.position, self.anchor, metrics, timer)
         with timer("weight_push"):
             self._push_weights()  # wakes the engine with the new weights
         metrics.add_groups(collected.groups)

@@ -11,6 +11,7 @@ import random
 
 from rlvr.config import DataParams
 from rlvr.data import arithmetic, sources
+from rlvr.data.names import HUB_TRAIN_SETS
 from rlvr.data.records import Record, write_jsonl
 
 def hold_out(mixture: list[Record], size: int) -> tuple[list[Record], list[Record]]:
@@ -39,7 +40,7 @@ def prepare(p: DataParams) -> dict[str, int]:
     for name in p.train_sets:
         if name == "arithmetic":
             mixture += arith_train
-        elif name in sources.HUB_TRAIN_SETS:
+        elif name in HUB_TRAIN_SETS:
             mixture += sources.load_hub(name, p.hub_mirror)
         else:
             mixture += sources.load_vendored(name, p.vendor_dir)

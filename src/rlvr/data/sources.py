@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rlvr.data.names import BENCHMARKS, HUB_TRAIN_SETS, OFFLINE_TRAIN_SETS
+from rlvr.data.names import BENCHMARKS, OFFLINE_TRAIN_SETS
 from rlvr.data.records import EmptyDatasetError, Record, read_jsonl
 
 

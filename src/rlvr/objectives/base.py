@@ -14,12 +14,12 @@ cut into calls and ranks. Without `totals` the batch is the whole mini-batch.
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
+
+from rlvr.config import unknown_name
 
 
 # ---- what an objective is configured with, and what it needs ------------------
@@ -62,15 +62,10 @@ class ObjectiveParams:
         if self.dynamic_sampling_rounds < 0:
             problems.append(f"'{where}.dynamic_sampling_rounds' must be >= 0, got {self.dynamic_sampling_rounds}")
 
-    def replace(self, **changes) -> "ObjectiveParams":
-        return dataclasses.replace(self, **changes)
-
 
 def check_choice(where: str, key: str, value, valid: tuple, problems: list[str]) -> None:
     if value not in valid:
-        close = difflib.get_close_matches(str(value), list(valid), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        problems.append(f"'{where}.{key}' has unknown value '{value}'{hint}; valid: {', '.join(map(str, valid))}")
+        problems.append(unknown_name(f"{where}.{key}", value, valid, what="value"))
 
 
 @dataclass

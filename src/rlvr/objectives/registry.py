@@ -16,6 +16,7 @@ the package registers itself when imported.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -52,7 +53,9 @@ def register(name: str, params: type[ObjectiveParams]):
     return add
 
 
+@functools.cache
 def _import_package() -> None:
+    """Import every module of the package once: each registers its objectives."""
     for info in pkgutil.iter_modules(importlib.import_module("rlvr.objectives").__path__):
         if info.name not in _NOT_OBJECTIVES:
             importlib.import_module(f"rlvr.objectives.{info.name}")
@@ -69,10 +72,6 @@ def objective(name: str) -> Objective:
     if found is None:
         raise KeyError(f"unknown objective '{name}'; registered: {', '.join(sorted(_REGISTRY))}")
     return found
-
-
-def names() -> tuple[str, ...]:
-    return tuple(objectives())
 
 
 def settings(name: str, **values) -> ObjectiveParams:

@@ -29,6 +29,13 @@ class Report:
     tables: dict = field(default_factory=dict)  # kind -> the scores table (headline.json)
     levels: tuple | None = None  # the arithmetic level section (the difficulty figure)
     lead_figures: list = field(default_factory=list)  # figures shown in the summary, not again at the end
+    _score_tables: dict = field(default_factory=dict)
+
+    def score_table(self, kind: str) -> tuple[list[str], dict]:
+        """sections.score_table, computed once per kind (the summary and the scores section share it)."""
+        if kind not in self._score_tables:
+            self._score_tables[kind] = tables.score_table(self.results, kind)
+        return self._score_tables[kind]
 
     @property
     def k(self):
@@ -59,7 +66,7 @@ def summary(r: Report) -> list[str]:
     note = tables.uninformative_note(r.results)
     if note:
         parts.append(note)
-    columns, cells = tables.score_table(r.results, "avg")
+    columns, cells = r.score_table("avg")
     figure = scores_figure(cells, columns, f"avg@{r.k}", r.fig_dir / "scores.png")
     if figure is not None:
         r.lead_figures.append(figure)
@@ -76,7 +83,7 @@ def scores(r: Report) -> list[str]:
     for kind in KINDS:
         cols = next(iter(r.results.values())).benchmarks + ["mean"]
         shown = tables.paper_rows(r.paper, r.profile, cols) if kind == "avg" else []
-        md, r.tables[kind] = tables.scores_section(r.results, kind, shown)
+        md, r.tables[kind] = tables.scores_section(r.results, kind, shown, r.score_table(kind))
         title = {"avg": f"Main table: avg@{r.k} (pass@1 averaged over k samples)", "pass": f"pass@{r.k}",
                  "maj": f"maj@{r.k}"}[kind]
         out.append(f"## {title}\n\n{md}")

@@ -155,8 +155,13 @@ def _band_row(claim: Claim, name: str, cell: tuple[float, float, float], run) ->
 def claim_rows(claim: Claim, results: dict, objectives: dict[str, str], k) -> list[list[str]]:
     rows = []
     for name in [n for n in results if objectives.get(n) == claim.objective]:
-        refs = _best_other(results, name) if claim.against == BEST else [r for r in claim.against if r in results]
-        for ref in refs or ([None] if not claim.against else []):
+        if claim.against == BEST:
+            refs = _best_other(results, name)
+        elif claim.against:
+            refs = [r for r in claim.against if r in results]
+        else:
+            refs = [None]  # the method alone
+        for ref in refs:
             a, b = results[name], results.get(ref)
             cell = claim.measure(a, b)
             if claim.band:

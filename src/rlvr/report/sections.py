@@ -28,11 +28,12 @@ def paired(a: MethodResults, b: MethodResults, kind: str, bench: str | None) -> 
     return stats.paired_diff_ci([va[k] for k in keys], [vb[k] for k in keys])
 
 
-def best_marks(results: dict[str, MethodResults], kind: str, columns: list[str]) -> dict[str, str]:
+def best_marks(results: dict[str, MethodResults], kind: str, columns: list[str],
+               rows: dict[str, list[Cell]]) -> dict[str, str]:
     """Column -> the method that is best there with its interval over the
-    runner-up excluding 0 (no mark where the top two cannot be told apart)."""
+    runner-up excluding 0 (no mark where the top two cannot be told apart);
+    `rows`: score_table's."""
     marks = {}
-    _, rows = score_table(results, kind)
     for j, col in enumerate(columns):
         ranked = sorted(rows, key=lambda n: rows[n][j][0], reverse=True)
         if len(ranked) < 2:
@@ -43,9 +44,11 @@ def best_marks(results: dict[str, MethodResults], kind: str, columns: list[str])
     return marks
 
 
-def scores_section(results, kind: str, paper_rows: list[list[str]]) -> tuple[str, dict]:
-    cols, rows = score_table(results, kind)
-    marks = best_marks(results, kind, cols)
+def scores_section(results, kind: str, paper_rows: list[list[str]],
+                   table: tuple[list[str], dict[str, list[Cell]]]) -> tuple[str, dict]:
+    """`table`: score_table(results, kind)."""
+    cols, rows = table
+    marks = best_marks(results, kind, cols, rows)
     body = [[name, *[f"**{fmt(c)}**" if marks.get(col) == name else fmt(c) for col, c in zip(cols, cells)]]
             for name, cells in rows.items()]
     return markdown(["method", *cols], body + paper_rows), {"columns": cols, "rows": rows, "best": marks}
