@@ -6,12 +6,23 @@ from rlvr.cli import params_or_exit, stage_timer
 from rlvr.data.prepare import prepare
 from rlvr.tracking import Tracker, dataset_input
 
+
+def prompt_tokenizer(params):
+    """The base model's tokenizer (models/base), which measures prompts for data.max_prompt_tokens."""
+    if params.data.max_prompt_tokens is None:
+        return None
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(params.model.out_dir)
+
+
 if __name__ == "__main__":
     params = params_or_exit()
     with stage_timer("prepare_data") as summary, \
-            Tracker.for_stage(params, "prepare_data", logged={"data": dataclasses.asdict(params.data)},
+            Tracker.for_stage(params, "prepare_data", logged={"data": dataclasses.asdict(params.data),
+                                                          "prompt": dataclasses.asdict(params.prompt.for_training())},
                               system_metrics=False) as tracker:
-        counts = prepare(params.data)
+        counts = prepare(params.data, params.prompt.for_training(), prompt_tokenizer(params))
         summary.update(counts)
         tracker.log_metrics({f"rows/{k}": v for k, v in counts.items()})
         for path in sorted(params.data.eval_dir.glob("*.jsonl")) + [params.data.train_dir / "train.jsonl"]:

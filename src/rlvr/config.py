@@ -56,6 +56,9 @@ class DataParams:
     arithmetic: ArithmeticParams = field(default_factory=ArithmeticParams)
     hub_mirror: str | None = None  # online sets from local files in the hub's format: <dir>/<repo>/<split>.jsonl
     validation_size: int = 0  # problems held out of the training mixture: the validation set of train.eval_every
+    # Training prompts longer than this many tokens (after the chat template, as the model sees them) are
+    # dropped, as verl's dataset does with data.max_prompt_length (null: none dropped)
+    max_prompt_tokens: int | None = None
 
     @property
     def train_dir(self) -> Path:
@@ -72,16 +75,37 @@ class DataParams:
 
 
 PROBLEM = "{problem}"  # where the problem goes in prompt.user
+DATASET_SYSTEM = "{dataset_system}"  # in a system turn: the training set's own (Openr1-Math-46k: LUFFY's)
+
+
+@dataclass
+class TrainPromptParams:
+    """Training's prompt where it differs from evaluation's: an unset key keeps
+    prompt's value; `system: ""` trains without a system turn."""
+
+    user: str | None = None
+    system: str | None = None
+    chat_template: bool | None = None
 
 
 @dataclass
 class PromptParams:
-    """How a problem becomes the model's input, and where its answer is read."""
+    """How a problem becomes the model's input, and where its answer is read.
+    These keys are evaluation's prompt, and training's unless `train` says otherwise."""
 
     user: str = PROBLEM + "\nPlease reason step by step, and put your final answer within \\boxed{}."
     system: str | None = None  # a system turn before the user turn (SIREN's Qwen-math prompt)
     chat_template: bool = True  # through the tokenizer's chat template, generation prompt added
     answer_after: str | None = None  # grade only the text after this marker (R1-distill: "</think>")
+    train: TrainPromptParams = field(default_factory=TrainPromptParams)
+
+    def for_training(self) -> "PromptParams":
+        """The prompt the policy is trained (and validated) on: these keys with `train`'s applied."""
+        t = self.train
+        return PromptParams(user=self.user if t.user is None else t.user,
+                            system=self.system if t.system is None else t.system,
+                            chat_template=self.chat_template if t.chat_template is None else t.chat_template,
+                            answer_after=self.answer_after)
 
 
 @dataclass
@@ -273,6 +297,8 @@ def check_params(p: Params, problems: list[str]) -> None:
     if v.k < 1 or not 0 < v.top_p <= 1 or v.temperature < 0 or not 0 < v.max_new_tokens < p.engine.max_model_len:
         problems.append(f"'validation' needs k >= 1, top_p in (0, 1], temperature >= 0 and max_new_tokens in "
                         f"(0, engine.max_model_len = {p.engine.max_model_len}), got {dataclasses.asdict(v)}")
+    if p.data.max_prompt_tokens is not None and p.data.max_prompt_tokens < 1:
+        problems.append(f"'data.max_prompt_tokens' must be >= 1 or null, got {p.data.max_prompt_tokens}")
     if p.data.validation_size < 0:
         problems.append(f"'data.validation_size' must be >= 0, got {p.data.validation_size}")
     if p.model.dtype not in ("bfloat16", "float16", "float32"):
@@ -281,9 +307,21 @@ def check_params(p: Params, problems: list[str]) -> None:
         problems.append("'verifier.workers' must be >= 1")
     if not p.seeds or len(set(p.seeds)) != len(p.seeds) or any(x < 0 for x in p.seeds):
         problems.append(f"'seeds' must be a non-empty list of distinct integers >= 0, got {p.seeds}")
-    if p.prompt.user.count(PROBLEM) != 1:
-        problems.append(f"'prompt.user' must contain {PROBLEM} exactly once, got {p.prompt.user!r}")
+    check_prompt(p.prompt, problems)
     check_launcher(p.launcher, problems)
+
+
+def check_prompt(prompt: PromptParams, problems: list[str]) -> None:
+    training = prompt.for_training()
+    for where, user in (("prompt.user", prompt.user), ("prompt.train.user", training.user)):
+        if user.count(PROBLEM) != 1:
+            problems.append(f"'{where}' must contain {PROBLEM} exactly once, got {user!r}")
+    if DATASET_SYSTEM in (prompt.system or ""):
+        problems.append(f"'prompt.system' uses {DATASET_SYSTEM}, which only training sets carry (Openr1-Math-46k): "
+                        "put it under prompt.train.system")
+    if DATASET_SYSTEM in (training.system or "") and training.system != DATASET_SYSTEM:
+        problems.append(f"'prompt.train.system' must be {DATASET_SYSTEM} alone (the dataset's own turn), "
+                        f"got {training.system!r}")
 
 
 def check_launcher(lc: LauncherParams, problems: list[str]) -> None:

@@ -79,6 +79,8 @@ def sized(recipe: dict, model_dir: Path, work: Path) -> dict:
 
 def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path | None = None) -> dict:
     """Runs every method of the recipe; returns what each setting became in the code."""
+    from transformers import AutoTokenizer
+
     from rlvr.methods import method_config, parse_recipe
     from rlvr.data.prepare import prepare
     from rlvr.evaluation import run_evaluation
@@ -93,8 +95,8 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
     if vendor_dir:
         raw["data"].update({"vendor_dir": str(vendor_dir), "hub_mirror": str(vendor_dir / "hub")})
     params = parse_recipe(raw)
-    counts = prepare(params.data)
     base = materialize(params.model.source, params.model.out_dir, params.model.dtype)
+    counts = prepare(params.data, params.prompt.for_training(), AutoTokenizer.from_pretrained(base))
     engine = RolloutEngine.from_params(str(base), params.engine, params.model.dtype)
     report = {"architecture": arch, "rows": counts, "methods": {}}
     for name in params.extra["methods"]:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from rlvr import distributed
 from rlvr.atomic import write_json
-from rlvr.config import EvalParams, Params, ValidationParams, settings_hash
-from rlvr.data.prompts import build_prompt
+from rlvr.config import EvalParams, Params, PromptParams, ValidationParams, settings_hash
+from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record, read_records, write_jsonl
 from rlvr.eval_metrics import mean_over, summarize
 from rlvr.rewards import GroupGrade, Verifier
@@ -80,17 +80,20 @@ def _sample_rows(problems, completions, grades) -> list[dict]:
 
 class Evaluator:
     """One vLLM engine and one verifier pool per rank, for any number of
-    checkpoints. `sets` and `profile` default to the test sets and eval:; the
-    trainer passes the held-out validation set, validation: and its own engine."""
+    checkpoints. `sets`, `profile` and `prompt` default to the test sets, eval:
+    and the evaluation prompt; the trainer passes the held-out validation set,
+    validation:, the training prompt (official validation sets go through the
+    training data's pipeline) and its own engine."""
 
     def __init__(self, params: Params, model_path: str, rollout_engine=None,
                  sets: dict[str, list[Record]] | None = None,
-                 profile: EvalParams | ValidationParams | None = None):
+                 profile: EvalParams | ValidationParams | None = None, prompt: PromptParams | None = None):
         from rlvr.rollout_engine import RolloutEngine
 
         self.params, self.ranks = params, distributed.ranks_from_env()
         self.sets = eval_sets(params) if sets is None else sets
         self.profile = params.eval if profile is None else profile
+        self.prompt = params.prompt if prompt is None else prompt
         self.problems = [(name, r) for name, recs in self.sets.items() for r in recs]
         # Alone on its GPU: the evaluation engine takes eval.gpu_memory_utilization, not training's share.
         self.rollout_engine = rollout_engine or RolloutEngine.from_params(
@@ -101,14 +104,14 @@ class Evaluator:
     def settings_id(self) -> str:
         """What evaluation results depend on besides the weights."""
         p = self.params
-        return settings_hash(dataclasses.asdict(self.profile), dataclasses.asdict(p.prompt), p.data.benchmarks,
+        return settings_hash(dataclasses.asdict(self.profile), dataclasses.asdict(self.prompt), p.data.benchmarks,
                            [(n, r.id) for n, r in self.problems])
 
     def evaluate(self, label: str) -> tuple[dict, list[dict], list[dict]]:
         """Metrics, per-sample and per-problem rows of the loaded weights (on rank 0; empty elsewhere)."""
         ev = self.profile
         mine = self.problems[self.ranks.rank :: self.ranks.world]  # strided: every rank gets every set
-        prompts = [build_prompt(r.problem, self.tokenizer, self.params.prompt) for _, r in mine]
+        prompts = [prompt_token_ids(r.problem, self.tokenizer, self.prompt, r.system) for _, r in mine]
         counts = [ev.k_for(name) for name, _ in mine]
         t0 = time.perf_counter()
         completions = self.rollout_engine.generate(prompts, n=counts, temperature=ev.temperature, top_p=ev.top_p,

@@ -14,8 +14,9 @@ from pathlib import Path
 import yaml
 
 from rlvr import hardware
-from rlvr.config import EXTRA_SECTIONS, ConfigError, Params, build, check_params, method_entry, unknown_name
-from rlvr.data.names import BENCHMARKS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
+from rlvr.config import (DATASET_SYSTEM, EXTRA_SECTIONS, ConfigError, Params, build, check_params, method_entry,
+                         unknown_name)
+from rlvr.data.names import BENCHMARKS, CHAT_TURN_SETS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:
@@ -84,6 +85,10 @@ def check_data_names(p: Params, problems: list[str]) -> None:
             problems.append(f"'data.train_sets' has '{name}', which comes from the hub: set data.source: online "
                             "(or data.hub_mirror to local copies), or train on a vendored set "
                             f"({', '.join(OFFLINE_TRAIN_SETS)})")
+    lacking = [n for n in p.data.train_sets if n not in CHAT_TURN_SETS]
+    if p.prompt.for_training().system == DATASET_SYSTEM and lacking:
+        problems.append(f"'prompt.train.system' is {DATASET_SYSTEM}, but {', '.join(lacking)} carry no system turn "
+                        f"(only {', '.join(CHAT_TURN_SETS)} do): set prompt.train.system to a text, or \"\" for none")
     for name in p.data.benchmarks:
         if name not in BENCHMARKS:
             problems.append(unknown_name("data.benchmarks", name, BENCHMARKS))

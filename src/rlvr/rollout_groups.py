@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from rlvr import distributed
-from rlvr.data.prompts import build_prompt
+from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record
 
 
@@ -145,7 +145,7 @@ class RolloutCollector:
 
     def rollout(self, records: list[Record], timer) -> tuple[list[Group], int]:
         with timer("rollout"):
-            prompts = [build_prompt(r.problem, self.tokenizer, self.prompt) for r in records]
+            prompts = [prompt_token_ids(r.problem, self.tokenizer, self.prompt, r.system) for r in records]
             settings = self.settings
             outs = self.rollout_engine.generate(prompts, n=settings.responses_per_question,
                                                 temperature=settings.temperature, top_p=settings.top_p,

@@ -20,7 +20,7 @@ def run_training(params: Params, method: MethodConfig, run: Run, init_model: str
     """Train `run`, resuming its checkpoint; returns the stage's one-line summary."""
     ranks = distributed.ranks_from_env()
     tracked = {"train": dataclasses.asdict(method.train), "objective": dataclasses.asdict(method.objective),
-               "prompt": dataclasses.asdict(params.prompt), "ranks": params.launcher.world, "seed": run.seed}
+               "prompt": dataclasses.asdict(params.prompt.for_training()), "ranks": params.launcher.world, "seed": run.seed}
     tracker = Tracker.for_stage(params, f"train@{run.name}", model=run.method, logged=tracked) \
         if ranks.main else None
     trainer = Trainer(params, method, init_model, run.run_dir, run.model_dir, tracker,

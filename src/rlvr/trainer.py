@@ -84,6 +84,7 @@ class Trainer:
                  final_dir: str | Path, tracker=None, rollout_engine=None, steps_file: str | Path | None = None):
         self.params, self.method = params, method
         self.settings, self.objective = method.train, method.objective  # TrainParams, the objective's params
+        self.prompt = params.prompt.for_training()
         self.model_path, self.run_dir, self.final_dir = str(model_path), Path(run_dir), Path(final_dir)
         self.ckpt_dir = self.run_dir / "checkpoint"
         self.steps_file = Path(steps_file) if steps_file else self.run_dir / "steps.csv"
@@ -115,7 +116,7 @@ class Trainer:
         train_file = self.params.data.train_dir / "train.jsonl"
         self.sampler = QuestionSampler(read_records(train_file), self.settings.seed)
         self.hash = settings_hash(dataclasses.asdict(self.settings), dataclasses.asdict(self.objective),
-                                  self.model_path, file_digest(train_file), dataclasses.asdict(self.params.prompt),
+                                  self.model_path, file_digest(train_file), dataclasses.asdict(self.prompt),
                                   self.ranks.world, *self._validation_settings(self.params.data.validation_file))
         self.snapshots = Snapshots(self.run_dir / "snapshots", self.hash)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
@@ -132,7 +133,7 @@ class Trainer:
                                                             self.params.model.dtype, seed=rollout_seed,
                                                             sleep_mode=True)
         self.verifier = Verifier.from_params(self.params)
-        self.collector = RolloutCollector(self.rollout_engine, self.verifier, self.tokenizer, self.params.prompt,
+        self.collector = RolloutCollector(self.rollout_engine, self.verifier, self.tokenizer, self.prompt,
                                           self.settings, self.objective, self.sampler, self.ranks)
         return self._resume()
 
@@ -256,7 +257,8 @@ class Trainer:
 
             held_out = read_records(self.params.data.validation_file)
             self.validator = Evaluator(self.params, self.model_path, self.rollout_engine,
-                                       sets={"validation": held_out}, profile=self.params.validation)
+                                       sets={"validation": held_out}, profile=self.params.validation,
+                                       prompt=self.prompt)
         t0 = time.perf_counter()
         metrics, _, _ = self.validator.evaluate(f"validate step {step}")
         mean = metrics.get("mean", {})

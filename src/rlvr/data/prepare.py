@@ -9,10 +9,23 @@ from __future__ import annotations
 
 import random
 
-from rlvr.config import DataParams
+from rlvr.config import DataParams, PromptParams
 from rlvr.data import arithmetic, sources
 from rlvr.data.names import HUB_TRAIN_SETS
+from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record, write_jsonl
+
+
+def drop_long_prompts(records: list[Record], limit: int, tokenizer, prompt: PromptParams) -> tuple[list[Record], int]:
+    """(kept, dropped count): records whose training prompt, as the model sees
+    it, has at most `limit` tokens, as verl's rl_dataset filters
+    (`len(apply_chat_template(messages, add_generation_prompt=True)) <= max_prompt_length`)."""
+    from tqdm import tqdm
+
+    kept = [r for r in tqdm(records, desc=f"prompts <= {limit} tokens", unit="prompt", mininterval=5)
+            if len(prompt_token_ids(r.problem, tokenizer, prompt, r.system)) <= limit]
+    return kept, len(records) - len(kept)
+
 
 def hold_out(mixture: list[Record], size: int) -> tuple[list[Record], list[Record]]:
     """(training, validation): `size` problems drawn from the mixture with a
@@ -25,10 +38,12 @@ def hold_out(mixture: list[Record], size: int) -> tuple[list[Record], list[Recor
             [r for i, r in enumerate(mixture) if i in picked])
 
 
-def prepare(p: DataParams) -> dict[str, int]:
+def prepare(p: DataParams, prompt: PromptParams | None = None, tokenizer=None) -> dict[str, int]:
     """Write train/train.jsonl (the RL training mixture), train/validation.jsonl
     (held out of it, with data.validation_size), eval/arithmetic.jsonl
     (held-out arithmetic) and eval/<name>.jsonl for each configured benchmark.
+    With data.max_prompt_tokens, training problems whose prompt (`prompt`, the
+    training prompt, through `tokenizer`) is longer are dropped first.
     Returns row counts."""
     a = p.arithmetic
     arith_train, arith_test = arithmetic.generate(a.levels, a.n_train, a.n_test_per_level, a.seed)
@@ -44,6 +59,10 @@ def prepare(p: DataParams) -> dict[str, int]:
             mixture += sources.load_hub(name, p.hub_mirror)
         else:
             mixture += sources.load_vendored(name, p.vendor_dir)
+    if p.max_prompt_tokens is not None:
+        if prompt is None or tokenizer is None:
+            raise ValueError("data.max_prompt_tokens is set: prepare() needs the training prompt and the tokenizer")
+        mixture, counts["dropped_long_prompts"] = drop_long_prompts(mixture, p.max_prompt_tokens, tokenizer, prompt)
     mixture, validation = hold_out(mixture, p.validation_size)
     counts["train"] = write_jsonl(p.train_dir / "train.jsonl", mixture)
     p.validation_file.unlink(missing_ok=True)

@@ -16,7 +16,9 @@ class Record:
 
     `answer` is the gold answer as text (LaTeX allowed). Some benchmarks accept
     several forms of one answer (Minerva lists '6630.65' and '6630'); those
-    extra forms go in `alt_answers` and any of them counts as correct.
+    extra forms go in `alt_answers` and any of them counts as correct. A set
+    stored as chat turns keeps its own system turn in `system` (Openr1-Math-46k:
+    LUFFY's), which a training prompt may use (prompt.train.system).
     """
 
     id: str
@@ -25,6 +27,7 @@ class Record:
     source: str
     level: int | None = None
     alt_answers: tuple[str, ...] = field(default_factory=tuple)
+    system: str | None = None
 
     @property
     def golds(self) -> list[str]:
@@ -33,6 +36,8 @@ class Record:
     def to_json(self) -> dict:
         d = asdict(self)
         d["alt_answers"] = list(self.alt_answers)
+        if self.system is None:  # most sets have none: their files stay as they were
+            del d["system"]
         return d
 
     @classmethod
@@ -44,6 +49,7 @@ class Record:
             source=d["source"],
             level=d.get("level"),
             alt_answers=tuple(d.get("alt_answers") or ()),
+            system=d.get("system"),
         )
 
 

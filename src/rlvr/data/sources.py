@@ -30,6 +30,7 @@ class HubSpec:
     answer: str | Callable[[dict], str]
     config: str | None = None
     dedupe: bool = False  # the hub copy repeats problems (DAPO-Math-17k: ~100x)
+    system: Callable[[dict], str | None] | None = None  # the row's own system turn, for chat-turn rows
 
 
 # DAPO-Math-17k wraps every problem in its own "Answer: $Answer" instruction;
@@ -49,6 +50,11 @@ def last_user_turn(row: dict) -> str:
     return next(t["content"] for t in reversed(row["prompt"]) if t["role"] == "user")
 
 
+def system_turn(row: dict) -> str | None:
+    """The system turn of a chat-turn row (SIREN trains on it: verl templates each row's own turns)."""
+    return next((t["content"] for t in row["prompt"] if t["role"] == "system"), None)
+
+
 def column(row: dict, key: str | Callable[[dict], str]):
     if callable(key):
         return key(row)
@@ -62,7 +68,8 @@ HUB = {
     "deepscaler": HubSpec("agentica-org/DeepScaleR-Preview-Dataset", "train", "problem", "answer"),
     "dapo_math": HubSpec("BytedTsinghua-SIA/DAPO-Math-17k", "train", dapo_problem, "reward_model.ground_truth",
                          dedupe=True),
-    "openr1_math": HubSpec("Elliott/Openr1-Math-46k-8192", "train", last_user_turn, "reward_model.ground_truth"),
+    "openr1_math": HubSpec("Elliott/Openr1-Math-46k-8192", "train", last_user_turn, "reward_model.ground_truth",
+                           system=system_turn),
     "aime24": HubSpec("HuggingFaceH4/aime_2024", "train", "problem", "answer"),
     "aime25": HubSpec("yentinglin/aime_2025", "train", "problem", "answer"),
     # The 83 AMC 2022-23 problems the DisCO and SIREN papers (and DeepScaleR) evaluate on, as vendored.
@@ -120,7 +127,8 @@ def _level(row: dict) -> int | None:
 
 
 def normalize(rows: list[dict], source: str, problem_key: str | Callable = "problem",
-              answer_key: str | Callable = "answer", where: str | None = None, dedupe: bool = False) -> list[Record]:
+              answer_key: str | Callable = "answer", where: str | None = None, dedupe: bool = False,
+              system: Callable[[dict], str | None] | None = None) -> list[Record]:
     """Rows -> Records. Rows without a problem or answer ("None" is a null that
     became text), or repeating an id (with `dedupe`, a problem), are skipped
     and counted in one warning that names the file and rows."""
@@ -135,7 +143,8 @@ def normalize(rows: list[dict], source: str, problem_key: str | Callable = "prob
             skipped.append(i + 1)
             continue
         seen.add(key)
-        out.append(Record(id=rid, problem=problem, answer=answer, source=source, level=_level(row), alt_answers=alts))
+        out.append(Record(id=rid, problem=problem, answer=answer, source=source, level=_level(row), alt_answers=alts,
+                          system=system(row) if system else None))
     if skipped:
         shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
         warnings.warn(f"{where or source}: skipped {len(skipped)} row(s) with an empty problem or answer "
@@ -191,7 +200,7 @@ def load_hub(name: str, mirror: str | Path | None = None) -> list[Record]:
 
 def _hub_records(name: str, spec: HubSpec, ds, where: str) -> list[Record]:
     rows = [dict(r, id=f"{name}-{i}") for i, r in enumerate(ds)]
-    return normalize(rows, name, spec.problem, spec.answer, where=where, dedupe=spec.dedupe)
+    return normalize(rows, name, spec.problem, spec.answer, where=where, dedupe=spec.dedupe, system=spec.system)
 
 
 def load(name: str, source: str, vendor_dir: str | Path, mirror: str | Path | None = None) -> list[Record]:
