@@ -134,6 +134,7 @@ class EvalParams:
     limits: dict[str, int] = field(default_factory=dict)  # benchmark -> max problems (absent: all)
     out_dir: str = "reports/eval"
     gpu_memory_utilization: float = 0.9  # vLLM's share of the GPU in evaluation, where nothing else runs there
+    max_model_len: int | None = None  # the evaluation engine's context (null: engine.max_model_len, training's)
 
     def k_for(self, name: str) -> int:
         return self.k_per_set.get(name, self.k)
@@ -288,10 +289,12 @@ def check_params(p: Params, problems: list[str]) -> None:
             problems.append(f"'{where}' must be in (0, 1), got {share}")
     if p.eval.temperature < 0:
         problems.append(f"'eval.temperature' must be >= 0, got {p.eval.temperature}")
-    if p.eval.max_new_tokens >= p.engine.max_model_len:
+    eval_len, eval_len_key = ((p.eval.max_model_len, "eval.max_model_len") if p.eval.max_model_len
+                              else (p.engine.max_model_len, "engine.max_model_len"))
+    if p.eval.max_new_tokens >= eval_len:
         problems.append(
             f"'eval.max_new_tokens' ({p.eval.max_new_tokens}) leaves no room for the prompt within "
-            f"'engine.max_model_len' ({p.engine.max_model_len}); raise max_model_len or lower max_new_tokens"
+            f"'{eval_len_key}' ({eval_len}); raise it or lower max_new_tokens"
         )
     v = p.validation
     if v.k < 1 or not 0 < v.top_p <= 1 or v.temperature < 0 or not 0 < v.max_new_tokens < p.engine.max_model_len:

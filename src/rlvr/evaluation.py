@@ -98,7 +98,7 @@ class Evaluator:
         # Alone on its GPU: the evaluation engine takes eval.gpu_memory_utilization, not training's share.
         self.rollout_engine = rollout_engine or RolloutEngine.from_params(
             model_path, params.engine, params.model.dtype, seed=params.engine.seed + self.ranks.rank,
-            gpu_memory_utilization=params.eval.gpu_memory_utilization)
+            gpu_memory_utilization=params.eval.gpu_memory_utilization, max_model_len=params.eval.max_model_len)
         self.tokenizer = self.rollout_engine.tokenizer
 
     def settings_id(self) -> str:

@@ -74,12 +74,14 @@ class RolloutEngine:
 
     @classmethod
     def from_params(cls, model_path: str, engine, dtype: str, seed: int | None = None,
-                    gpu_memory_utilization: float | None = None, sleep_mode: bool = False) -> "RolloutEngine":
+                    gpu_memory_utilization: float | None = None, sleep_mode: bool = False,
+                    max_model_len: int | None = None) -> "RolloutEngine":
         """`seed` overrides engine.seed (each rank and each run seed samples its
-        own); `gpu_memory_utilization` engine's share (evaluation, alone on the
-        GPU, takes more than training's rollouts)."""
+        own); `gpu_memory_utilization` and `max_model_len` engine's share and
+        context (evaluation, alone on the GPU, takes more than training's rollouts)."""
         share = engine.gpu_memory_utilization if gpu_memory_utilization is None else gpu_memory_utilization
-        return cls(model_path, dtype=dtype, max_model_len=engine.max_model_len, enforce_eager=engine.enforce_eager,
+        return cls(model_path, dtype=dtype, max_model_len=max_model_len or engine.max_model_len,
+                   enforce_eager=engine.enforce_eager,
                    seed=engine.seed if seed is None else seed, kv_cache_gib=engine.kv_cache_gib,
                    gpu_memory_utilization=share, sleep_mode=sleep_mode)
 

@@ -95,7 +95,7 @@ def scores(r: Report) -> list[str]:
 
 
 def published(r: Report) -> list[str]:
-    notes = tables.paper_notes(r.paper, r.profile)
+    notes = tables.paper_notes(r.paper, r.profile, list(r.results))
     return [f"## Published numbers ({r.profile})\n\n{notes}"] if notes else []
 
 
@@ -164,11 +164,12 @@ def figures(r: Report) -> list[Path]:
 def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | None = None,
                  profile: str | None = None, objectives: dict[str, str] | None = None) -> dict:
     """Write every output; `objectives` maps method -> objective (for the claims)."""
+    paper = yaml.safe_load(paper_path.read_text()) if paper_path and paper_path.exists() else {}
+    tables.check_profile(paper, profile)
     results = load_results(root, runs)
     if not results:
         raise FileNotFoundError(f"no metrics.json under {root / 'reports/eval'} for runs "
                                 f"{[r.name for r in runs]}: run the evaluate stages first")
-    paper = yaml.safe_load(paper_path.read_text()) if paper_path and paper_path.exists() else {}
     report = Report(results, paper, profile, objectives or {}, fig_dir=out_dir / "figures")
     lead = [md for section in LEAD for md in section(report)]
     detail = [md for section in SECTIONS for md in section(report)]

@@ -7,6 +7,7 @@ from collections import defaultdict
 import numpy as np
 
 from rlvr import stats
+from rlvr.config import unknown_name
 from rlvr.report.format import Cell, fmt, markdown
 from rlvr.report.load import MethodResults, per_problem
 from rlvr.runs import BASE
@@ -193,14 +194,31 @@ def paper_rows(paper: dict, profile: str | None, columns: list[str]) -> list[lis
             for r in paper[profile]["rows"]]
 
 
-def paper_notes(paper: dict, profile: str | None) -> str | None:
-    """What a profile without per-benchmark rows has (SIREN: headline figures only)."""
+def paper_notes(paper: dict, profile: str | None, methods: list[str]) -> str | None:
+    """What the profile publishes beside the main table's rows, and what it
+    lacks: its own list, and the methods trained here without a published row."""
     entry = paper.get(profile) if profile else None
-    if not entry or "rows" in entry:
+    if not entry:
         return None
-    lines = [f"- {k}: {v}" for k, v in (entry.get("headline") or {}).items()]
-    missing = entry.get("missing") or ["per-benchmark rows (not found in the paper or the official repository)"]
-    return "Published figures for this recipe:\n" + "\n".join(lines) + "\n\nNot available: " + "; ".join(missing)
+    parts = []
+    if "rows" in entry:
+        parts.append(f"The paper's avg@k rows for {entry['base_model']} are in the main table, marked (paper).")
+    figures = [f"- {k}: {v}" for k, v in (entry.get("headline") or {}).items()]
+    if figures:
+        parts.append(f"Published figures for {entry['base_model']}:\n" + "\n".join(figures))
+    published = {r["method"] for r in entry.get("rows", [])}
+    unpublished = [m for m in methods if m not in published]
+    missing = [*entry.get("missing", []), *(["no published row for " + ", ".join(unpublished)] if unpublished else [])]
+    if missing:
+        parts.append("Not available:\n" + "\n".join(f"- {m}" for m in missing))
+    return "\n\n".join(parts)
+
+
+def check_profile(paper: dict, profile: str | None) -> None:
+    """report.paper_profile names a model's entry of paper_results.yaml."""
+    known = [k for k, v in paper.items() if isinstance(v, dict)]
+    if profile and profile not in known:
+        raise ValueError(unknown_name("report.paper_profile", profile, known, "profile"))
 
 
 def intro(results) -> str:
