@@ -30,6 +30,17 @@ def test_there_is_a_recipe_per_paper_table():
             "siren_qwen2.5-math-1.5b", "siren_llama3.1-8b"} <= names
 
 
+@pytest.mark.parametrize("recipe", [r for r in RECIPES if r.stem.startswith("disco")], ids=lambda p: p.stem)
+def test_disco_table_rows_are_graded_as_the_disco_runs_were(recipe):
+    """deepscaler_reward_fn gives 1 / 0 to every method of DisCO's table, DAPO's
+    row too (its +1 / -1 is verl's DAPO recipe: only dapo_full, outside the table, keeps it)."""
+    params = load_params(recipe)
+    rewards = {name: method_config(params, name).objective.incorrect_reward for name in params.extra["methods"]}
+    assert {n: r for n, r in rewards.items() if n != "dapo_full"} == {n: 0.0 for n in rewards if n != "dapo_full"}
+    assert rewards.get("dapo_full", -1.0) == -1.0
+    assert method_config(params, "dapo").objective.overlong_buffer == 1024  # DisCO's overlong_buffer_len
+
+
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
 def test_recipe_loads_unchanged(recipe):
     params = load_params(recipe)
