@@ -82,6 +82,10 @@ def test_answer_after_think_ignores_a_boxed_guess_in_the_thinking():
     assert answer_part(R1_RESPONSE, "</think>").startswith("\n\nThe sum is")
     assert answer_part("<think>never finished \\boxed{4}", "</think>") == ""
     assert answer_part(R1_RESPONSE, None) == R1_RESPONSE
+    # a second </think> ends the answer, as in DisCO's split("</think>")[1]
+    assert answer_part("<think>a</think> \\boxed{1} </think> \\boxed{2}", "</think>") == " \\boxed{1} "
+    g = grade_group(["1"], ["<think>a</think> \\boxed{1} </think> then \\boxed{2}"], answer_after="</think>")
+    assert g.items[0].correct
     # the thinking's \boxed{3} would count without the marker if it were last; here the final box wins either way
     g = grade_group(["3"], [R1_RESPONSE, "<think>so \\boxed{3}</think> I am not sure."], answer_after="</think>")
     assert [it.correct for it in g.items] == [False, False]

@@ -238,13 +238,16 @@ def _status(correct: bool, problems: list[str]) -> str:
 
 
 def answer_part(text: str, answer_after: str | None) -> str:
-    """The part of a response that holds its final answer. With a marker (the
-    R1-distill models' "</think>"), the text after its first occurrence; a
-    response without the marker never finished thinking and has no answer."""
+    """The part of a response that holds its final answer: the whole response
+    (SIREN's reward and evaluation verify all of it), or, with a marker (the
+    R1-distill models' "</think>"), the text between its first and second
+    occurrence, as DisCO's deepscaler reward reads it (math_reward.py lines
+    37-38: `split("</think>")[1]`). A response without the marker never
+    finished thinking and has no answer (lines 39-40)."""
     if answer_after is None:
         return text
-    head, found, tail = text.partition(answer_after)
-    return tail if found else ""
+    parts = text.split(answer_after)
+    return parts[1] if len(parts) > 1 else ""
 
 
 def grade_group(golds: list[str], responses: list[str], timeout_s: int = 5,
