@@ -44,6 +44,21 @@ def test_every_problem_reported_at_once(raw):
     assert len(e.value.problems) == 5  # each once, though both methods share the train section
 
 
+def test_evaluation_may_have_its_own_context(raw):
+    """SIREN's Llama evaluation: 32,768 new tokens, while training's engine keeps 4,096."""
+    long = copy.deepcopy(raw)
+    long["engine"]["max_model_len"] = 4096
+    long["eval"]["max_new_tokens"] = 32768
+    with pytest.raises(ConfigError, match="'eval.max_new_tokens' \\(32768\\) leaves no room .* 'engine.max_model_len'"):
+        parse_recipe(long)
+    long["eval"]["max_model_len"] = 32768
+    with pytest.raises(ConfigError, match="within 'eval.max_model_len' \\(32768\\)"):
+        parse_recipe(long)
+    long["eval"]["max_model_len"] = 33792
+    params = parse_recipe(long)
+    assert (params.eval.max_model_len, params.engine.max_model_len) == (33792, 4096)
+
+
 def test_wrong_section_type(raw):
     raw["data"] = [1, 2]
     with pytest.raises(ConfigError, match="data: expected a mapping"):
