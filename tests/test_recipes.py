@@ -42,6 +42,11 @@ def test_disco_table_rows_are_graded_as_the_disco_runs_were(recipe):
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
+def test_each_recipe_grades_as_its_paper(recipe):
+    assert load_params(recipe).verifier.grader == ("deepscaler" if recipe.stem.startswith("disco") else "siren_official")
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
 def test_recipe_loads_unchanged(recipe):
     params = load_params(recipe)
     assert params.launcher.kind == "deepspeed" and params.launcher.world == 8

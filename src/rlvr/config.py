@@ -74,6 +74,7 @@ class DataParams:
         return self.train_dir / "validation.jsonl"
 
 
+GRADERS = ("math_verify", "deepscaler", "siren_official")  # verifier.grader (rlvr.rewards)
 PROBLEM = "{problem}"  # where the problem goes in prompt.user
 DATASET_SYSTEM = "{dataset_system}"  # in a system turn: the training set's own (Openr1-Math-46k: LUFFY's)
 
@@ -160,6 +161,9 @@ class VerifierParams:
     workers: int = 2
     timeout_s: float = 5.0  # math-verify's own per-call limit inside a worker
     group_timeout_s: float = 60.0  # hard wall-clock limit for one group of responses
+    # Who grades training's rewards and the evaluation: math_verify (ours, rlvr.rewards), or a paper's own,
+    # written from its official code: deepscaler (DisCO's runs), siren_official (SIREN's)
+    grader: str = "math_verify"
 
 
 @dataclass
@@ -308,6 +312,8 @@ def check_params(p: Params, problems: list[str]) -> None:
         problems.append(f"'model.dtype' must be auto, bfloat16, float16 or float32, got '{p.model.dtype}'")
     if p.verifier.workers < 1:
         problems.append("'verifier.workers' must be >= 1")
+    if p.verifier.grader not in GRADERS:
+        problems.append(unknown_name("verifier.grader", p.verifier.grader, GRADERS))
     if not p.seeds or len(set(p.seeds)) != len(p.seeds) or any(x < 0 for x in p.seeds):
         problems.append(f"'seeds' must be a non-empty list of distinct integers >= 0, got {p.seeds}")
     check_prompt(p.prompt, problems)

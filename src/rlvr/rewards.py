@@ -1,4 +1,5 @@
-"""Binary rewards from math-verify, computed in a pool of worker processes.
+"""Binary rewards from math-verify (or a paper's own grader, rlvr.official_graders),
+computed in a pool of worker processes.
 
 Model text is untrusted: sympy can hang on `9^9^9^9` or blow up memory on deep
 LaTeX. So grading never runs in the caller's process. Each worker has an
@@ -17,6 +18,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
+
+from rlvr.config import GRADERS
 
 OK, NO_ANSWER, TIMEOUT, ERROR = "ok", "no_answer", "timeout", "error"
 MAX_RESPONSE_CHARS = 20_000  # the final answer is near the end; longer text is cut from the front
@@ -304,6 +307,19 @@ def _majority_correct(items: list[Grade], parsed: list, timeout_s: int) -> bool:
     return items[best[0]].correct
 
 
+
+
+def grade_with(grader: str, golds: list[str], responses: list[str], timeout_s: int,
+               answer_after: str | None) -> GroupGrade:
+    """One group by the named grader: ours (math-verify, grade_group) or a
+    paper's own (rlvr.official_graders); runs inside a worker process."""
+    if grader == "math_verify":
+        return grade_group(golds, responses, timeout_s, answer_after)
+    from rlvr.official_graders import GRADERS as OFFICIAL
+
+    return OFFICIAL[grader](golds, responses, timeout_s, answer_after)
+
+
 # ---- caller side -----------------------------------------------------------
 
 
@@ -311,8 +327,10 @@ class Verifier:
     """A pool of grading workers. Use as a context manager, or call close()."""
 
     def __init__(self, workers: int = 2, timeout_s: float = 5, group_timeout_s: float = 60, memory_mb: int = 2048,
-                 answer_after: str | None = None):
-        self.workers, self.answer_after = workers, answer_after
+                 answer_after: str | None = None, grader: str = "math_verify"):
+        if grader not in GRADERS:
+            raise ValueError(f"unknown grader '{grader}'; valid: {', '.join(GRADERS)}")
+        self.workers, self.answer_after, self.grader = workers, answer_after, grader
         self.timeout_s = max(1, int(round(timeout_s)))
         self.group_timeout_s = group_timeout_s
         self.memory_mb = memory_mb
@@ -326,7 +344,8 @@ class Verifier:
 
     def grade(self, groups: list[tuple[list[str], list[str]]], desc: str | None = None) -> list[GroupGrade]:
         """Grade (golds, responses) pairs; order is preserved."""
-        pending = [self._pool.apply_async(grade_group, (g, r, self.timeout_s, self.answer_after)) for g, r in groups]
+        pending = [self._pool.apply_async(grade_with, (self.grader, g, r, self.timeout_s, self.answer_after))
+                   for g, r in groups]
         results, hung = [], False
         for (_, responses), job in tqdm(
             zip(groups, pending), total=len(groups), desc=desc or "verify", leave=False, disable=desc is None
@@ -350,7 +369,7 @@ class Verifier:
         """verifier.workers per node: the ranks of a node split them."""
         v = params.verifier
         workers = max(1, v.workers // params.launcher.procs_per_node)
-        return cls(workers, v.timeout_s, v.group_timeout_s, answer_after=params.prompt.answer_after)
+        return cls(workers, v.timeout_s, v.group_timeout_s, answer_after=params.prompt.answer_after, grader=v.grader)
 
     def close(self) -> None:
         self._pool.terminate()

@@ -221,13 +221,19 @@ def check_profile(paper: dict, profile: str | None) -> None:
         raise ValueError(unknown_name("report.paper_profile", profile, known, "profile"))
 
 
+GRADER_NAMES = ("math_verify: ours, math-verify with the final run of boxes, percentages and letters read; "
+                "deepscaler: DisCO's grader; siren_official: SIREN's; verifier.grader")
+
+
 def intro(results) -> str:
     m = next(iter(results.values()))
     sizes = ", ".join(f"{b}: {len(v)}" for b, v in m.values("avg").items())
     per_set = m.metrics[0].get("k_per_set") or {}
     k_text = f"k = {m.k}" if m.k != "k" else "k per set: " + ", ".join(f"{b} {v}" for b, v in per_set.items())
     seeds = {n: len(r.seeds) for n, r in results.items() if n != BASE}
-    return (f"{k_text} samples per problem; problems per set: {sizes}; seeds per method: "
+    graders = sorted({x.get("verifier", {}).get("grader", "math_verify") for r in results.values() for x in r.metrics})
+    return (f"Graded by {' and '.join(graders)} ({GRADER_NAMES}). "
+            f"{k_text} samples per problem; problems per set: {sizes}; seeds per method: "
             f"{', '.join(f'{n} {s}' for n, s in seeds.items()) or 'none'}. Each score is followed by its 95% "
             "bootstrap interval over problems (the k samples of a problem resampled together; with several "
             "seeds, the seed-averaged problem). Bold marks a column's best only where its interval over the "
