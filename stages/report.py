@@ -17,6 +17,7 @@ if __name__ == "__main__":
         with Tracker.for_stage(params, "report", model="report", system_metrics=False,
                                logged={"methods": list(objectives), "seeds": params.seeds,
                                        "paper_profile": profile}) as tracker:
-            for path in ["reports/results.md", "reports/index.html", "reports/headline.json", *out["figures"]]:
+            for path in ["reports/results.md", "reports/index.html", "reports/headline.json",
+                         "reports/grader_agreement.json", *out["figures"]]:
                 tracker.log_artifact(path, "report")
         summary.update(methods=len(out["methods"]), figures=len(out["figures"]))

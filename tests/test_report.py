@@ -279,3 +279,22 @@ def test_an_unknown_paper_profile_names_the_valid_ones(tmp_path, repo):
     with pytest.raises(ValueError, match="did you mean 'siren_qwen2.5_math_7b'.*valid: 1.5b, 7b"):
         build_report(RUNS, tmp_path, tmp_path / "reports", repo / "data/vendor/paper_results.yaml",
                      "siren_qwen2.5_math_7", {})
+
+
+def test_the_appendix_compares_the_graders(tmp_path):
+    for run, correct in zip(RUNS, ({"a": 1, "b": 0, "c": 0}, {"a": 2, "b": 0, "c": 1}, {"a": 2, "b": 1, "c": 1})):
+        write_eval(tmp_path, run, correct)
+    pair = {"both": 5, "ours_only": 2, "theirs_only": 1, "neither": 2,
+            "examples": [{"golds": ["116"], "response": "The answer is $116$.", "ours": True, "theirs": False,
+                          "kind": "no_box"}]}
+    agreement = {"answer_after": None, "synthetic": {
+        "n": 10, "correct": {"math_verify": 7, "deepscaler": 6, "siren_official": 6},
+        "pairs": {"deepscaler": pair, "siren_official": pair},
+        "by_kind": {"no_box": {"n": 10, "math_verify": 7, "deepscaler": 6, "siren_official": 6}}}}
+    (tmp_path / "reports" / "grader_agreement.json").write_text(json.dumps(agreement))
+    build_report(RUNS, tmp_path, tmp_path / "reports")
+    md = (tmp_path / "reports/results.md").read_text()
+    appendix = md.split("## Appendix: the graders compared")[1]
+    assert "| synthetic endings (10) | deepscaler | 7 / 6 | 5 | 2 | 1 | 2 | 70.0% |" in appendix
+    assert "| no_box | 10 | 7 | 6 | 6 |" in appendix and "Graded by math_verify" in md
+    assert "- [Appendix: the graders compared](#appendix-the-graders-compared)" in md

@@ -3,6 +3,7 @@ machine-readable outputs, written from the loaded results."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,7 @@ class Report:
     tables: dict = field(default_factory=dict)  # kind -> the scores table (headline.json)
     levels: tuple | None = None  # the arithmetic level section (the difficulty figure)
     lead_figures: list = field(default_factory=list)  # figures shown in the summary, not again at the end
+    agreement: dict | None = None  # the grader_agreement stage's counts (the appendix)
     _score_tables: dict = field(default_factory=dict)
 
     def score_table(self, kind: str) -> tuple[list[str], dict]:
@@ -119,13 +121,19 @@ def checkpoints(r: Report) -> list[str]:
     return [f"## Checkpoint selection: the final model and the best on validation\n\n{md}"] if md else []
 
 
+def graders(r: Report) -> list[str]:
+    md = tables.agreement_section(r.agreement) if r.agreement else ""
+    return [f"## Appendix: the graders compared\n\n{md}"] if md else []
+
+
 def claims(r: Report) -> list[str]:
     md = claims_table(r.claim_rows())
     return [f"## The papers' claims, checked on this run's data\n\n{md}"] if md else []
 
 
 LEAD = (summary, claims)  # the answer, before the contents
-SECTIONS = (how_to_read, scores, published, seeds, levels, difficulty, checkpoints)  # the detail, in order
+SECTIONS = (how_to_read, scores, published, seeds, levels, difficulty, checkpoints, graders)  # the detail, in order
+AGREEMENT = "grader_agreement.json"  # the grader_agreement stage's output, beside the report
 
 
 def contents(parts: list[str]) -> str:
@@ -170,7 +178,8 @@ def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | 
     if not results:
         raise FileNotFoundError(f"no metrics.json under {root / 'reports/eval'} for runs "
                                 f"{[r.name for r in runs]}: run the evaluate stages first")
-    report = Report(results, paper, profile, objectives or {}, fig_dir=out_dir / "figures")
+    agreement = json.loads((out_dir / AGREEMENT).read_text()) if (out_dir / AGREEMENT).exists() else None
+    report = Report(results, paper, profile, objectives or {}, fig_dir=out_dir / "figures", agreement=agreement)
     lead = [md for section in LEAD for md in section(report)]
     detail = [md for section in SECTIONS for md in section(report)]
     made = figures(report)

@@ -242,3 +242,39 @@ def intro(results) -> str:
                "training: a difference between two trained methods describes these runs, and seeds of one method "
                "can differ by more (`dvc exp run -S 'seeds=[0,1,2]'` measures it)."
                if any(s < 2 for s in seeds.values()) else ""))
+
+
+def agreement_section(agreement: dict) -> str:
+    """The grader_agreement stage's counts: ours against each paper's grader, and a few disagreements."""
+    names = {"run_samples": "this run's samples", "synthetic": "synthetic endings"}
+    rows, examples = [], []
+    for where, res in ((k, v) for k, v in agreement.items() if k in names):
+        for grader, p in res["pairs"].items():
+            agree = (p["both"] + p["neither"]) / res["n"] if res["n"] else 0.0
+            rows.append([f"{names[where]} ({res['n']})", grader, f"{res['correct']['math_verify']} / "
+                         f"{res['correct'][grader]}", str(p["both"]), str(p["ours_only"]), str(p["theirs_only"]),
+                         str(p["neither"]), f"{agree:.1%}"])
+            for e in p["examples"]:
+                tail = e["response"][-120:].replace("\n", " ").replace("`", "'")
+                examples.append(f"- {names[where]}, {grader}{', ' + e['kind'] if 'kind' in e else ''}: gold "
+                                f"`{', '.join(e['golds'])[:80]}`; ours {'correct' if e['ours'] else 'wrong'}, "
+                                f"{grader} {'correct' if e['theirs'] else 'wrong'}: `...{tail}`")
+    parts = [
+        "Every response graded by ours (math_verify) and by each paper's own grader (rlvr.official_graders; "
+        f"`verifier.grader` picks one for training and evaluation). On this run's samples every grader reads the "
+        f"span after `prompt.answer_after` ({agreement.get('answer_after') or 'none: the whole response'}); the "
+        "synthetic endings are R1-style, read after `</think>`, but by siren_official whole, as its official "
+        "code does.",
+        markdown(["samples", "official grader", "correct: ours / theirs", "both correct", "ours only",
+                  "theirs only", "neither", "agree"], rows)]
+    kinds = agreement.get("synthetic", {}).get("by_kind")
+    if kinds:
+        graders = ["math_verify", *agreement["synthetic"]["pairs"]]
+        parts.append("Synthetic endings by kind, correct verdicts per grader (every kind states the gold; "
+                     "in gold_only_in_thinking the final box is wrong, so a correct verdict there is a false "
+                     "positive):\n\n" + markdown(["kind", "n", *graders],
+                                                 [[k, str(v["n"]), *[str(v[g]) for g in graders]]
+                                                  for k, v in kinds.items()]))
+    if examples:
+        parts.append("Where they differ (up to three per grader and set):\n\n" + "\n".join(examples))
+    return "\n\n".join(parts)
