@@ -117,6 +117,18 @@ def test_validation_keeps_and_scores_only_the_best_checkpoint(pipeline):
     assert "never on the test sets" in md and (root / "reports/figures/validation.png").exists()
 
 
+def test_the_report_compares_the_graders_on_the_runs_samples(pipeline):
+    root, _ = pipeline
+    agreement = json.loads((root / "reports/grader_agreement.json").read_text())
+    samples = sum(len(p.read_text().splitlines()) for p in (root / "reports/eval").rglob("samples.jsonl"))
+    assert agreement["run_samples"]["n"] == samples > 0
+    for where in ("run_samples", "synthetic"):
+        for pair in agreement[where]["pairs"].values():
+            assert pair["both"] + pair["ours_only"] + pair["theirs_only"] + pair["neither"] == agreement[where]["n"]
+    md = (root / "reports/results.md").read_text()
+    assert "Graded by math_verify" in md and "## Appendix: the graders compared" in md
+
+
 def test_mlflow_runs_nested_under_one_pipeline_run(pipeline):
     root, _ = pipeline
     db = sqlite3.connect(root / "mlflow.db")

@@ -139,8 +139,8 @@ class Evaluator:
             "mean": mean_over({n: {k: v for k, v in m.items() if k != "levels"} for n, m in per_set.items()}),
             "benchmarks": per_set,
             "generation": _generation_stats(completions, max(p[3] for p in parts), self.rollout_engine.start_seconds),
-            "verifier": {**verifier_counts, "seconds": round(max(p[4] for p in parts), 2),
-                         "grader": self.params.verifier.grader},
+            "verifier": {**verifier_counts, "seconds": round(max(p[4] for p in parts), 2)},
+            "grader": self.params.verifier.grader,
             "ranks": self.ranks.world,
         }
         return metrics, _sample_rows(self.problems, completions, grades), problem_rows(self.problems, grades)

@@ -231,7 +231,7 @@ def intro(results) -> str:
     per_set = m.metrics[0].get("k_per_set") or {}
     k_text = f"k = {m.k}" if m.k != "k" else "k per set: " + ", ".join(f"{b} {v}" for b, v in per_set.items())
     seeds = {n: len(r.seeds) for n, r in results.items() if n != BASE}
-    graders = sorted({x.get("verifier", {}).get("grader", "math_verify") for r in results.values() for x in r.metrics})
+    graders = sorted({x.get("grader", "math_verify") for r in results.values() for x in r.metrics})
     return (f"Graded by {' and '.join(graders)} ({GRADER_NAMES}). "
             f"{k_text} samples per problem; problems per set: {sizes}; seeds per method: "
             f"{', '.join(f'{n} {s}' for n, s in seeds.items()) or 'none'}. Each score is followed by its 95% "
