@@ -254,7 +254,7 @@ def test_push_pull_reproduces_every_table_without_retraining(pipeline, tmp_path)
     (clone / "params.yaml").write_text(yaml.safe_dump(params))
     changed = _dvc(clone, "repro")  # run, not --dry: the report reruns only once the evaluations' outputs change
     assert set(re.findall(r"Running stage '([^']+)'", changed.stdout)) == {
-        "evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0", "report"}
+        "evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0", "grader_agreement", "report"}
     # experiments travel too: dvc exp push / pull through the git remote and the DVC remote
     exp = _dvc(root, "exp", "run", "-n", "with-paper-rows", "-S", "report.paper_profile=1.5b")
     assert [m for m in re.findall(r"Running stage '([^']+)'", exp.stdout)] == ["report"]
