@@ -57,6 +57,9 @@ def _decimal(answer: str) -> str | None:
     return m.group(1) + str(Decimal(value.numerator) / Decimal(value.denominator))  # exact: 2s and 5s only
 
 
+_THOUSANDS = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
 def _wrong(answer: str) -> str:
     return str(int(answer) + 1) if re.fullmatch(r"-?\d+", answer) else "0"
 
@@ -70,6 +73,8 @@ def _ending(kind: str, answer: str) -> str | None:
     if kind == "one_box":
         return _thought("") + f"So the final answer is $\\boxed{{{answer}}}$."
     if kind == "several_boxes":
+        if _THOUSANDS.fullmatch(answer.replace("\\!", "").replace("\\$", "").replace(" ", "")):
+            return None  # 10,\!080 is one number, not two answers
         parts = _top_level_parts(answer)
         return _thought("") + "The solutions are " + " and ".join(f"$\\boxed{{{p}}}$" for p in parts) + "." \
             if len(parts) > 1 else None
