@@ -143,3 +143,18 @@ def test_layers_have_no_back_edges():
     for component in ("policy.py", "rollout_engine.py", "rollout_groups.py", "loss_calls.py", "params.py",
                       "evaluation.py"):
         assert not {f for f in closure(rlvr / component) if "objectives" in f.parts}, component
+
+
+def test_bytecode_never_changes_a_directory_dep():
+    """src/rlvr/objectives is a directory dep: the __pycache__ Python writes into
+    it must not change its hash, or every dvc repro after the first would
+    retrain every method."""
+    import subprocess
+    import sys
+
+    def ignored(path: str) -> bool:
+        return subprocess.run([sys.executable, "-m", "dvc", "check-ignore", path], cwd=REPO,
+                              capture_output=True).returncode == 0
+
+    assert ignored("src/rlvr/objectives/__pycache__/base.cpython-311.pyc")
+    assert not ignored("src/rlvr/objectives/base.py")
