@@ -150,3 +150,10 @@ def test_prompt_settings_errors():
         build_prompt("Q?", None, PromptParams(system="{dataset_system}"))
     no_system = PromptParams(user="{problem}", system=QWEN_MATH_SYSTEM, train=TrainPromptParams(system="")).for_training()
     assert build_prompt("Q?", None, no_system) == "Question: Q?\nAnswer:"  # "" trains without a system turn
+
+
+def test_the_chat_turn_sets_are_the_loaders_with_a_system_turn():
+    """data/names.py's CHAT_TURN_SETS (checked at config time) and the loaders that keep a system turn agree."""
+    from rlvr.data.names import CHAT_TURN_SETS
+
+    assert {name for name, spec in sources.HUB.items() if spec.system} == set(CHAT_TURN_SETS)
