@@ -58,6 +58,7 @@ OBJECTIVE_SETTINGS = {
     "dapo": {"clip_high": 0.28, "dual_clip": 10.0}, "disco": {"score": "lratio", "form": "dro", "tau": 1.0},
     "siren": {"dual_clip": 3.0, "entropy_coef": 0.005, "entropy_top_k": 50},
     "entropy_reg": {"entropy_coef": 0.005}, "clip_cov": {}, "kl_cov": {}, "entropy_adv": {}, "forking_80_20": {},
+    "trpa": {},
 }
 
 
@@ -65,6 +66,8 @@ def update_for(model, name: str, ref_model=None, kl_coef: float | None = None, *
     hp = settings(name, **OBJECTIVE_SETTINGS[name], **({} if kl_coef is None else {"kl_coef": kl_coef}))
     t = TrainParams(questions_per_step=4, responses_per_question=4, mini_batch_questions=2, micro_batch_questions=1,
                     max_response_tokens=8, **train)
+    if ref_model is None and hp.needs().reference_model:
+        ref_model = model  # TRPA's scores: its reference log-probs are a pass of their own on the device
     return PolicyUpdate(PlainEngine(model), objective(name).loss, hp, t, pad_id=0, ranks=Ranks(),
                         device=torch.device("meta"), ref_model=ref_model)
 
@@ -88,7 +91,8 @@ def test_the_update_keeps_every_tensor_on_the_device(device_model, objective, la
     device, with whole-group calls and with token-budget bins, and no host sync
     per loss call beyond the non-finite-loss guard for the objectives whose
     official form needs none."""
-    budget = {"max_tokens_per_call": 4 * 16 if objective == "disco" else 30} if layout == "token_bins" else {}
+    whole = settings(objective).needs().whole_groups  # a bin holds a whole group (4 responses of 16 tokens)
+    budget = {"max_tokens_per_call": 4 * 16 if whole else 30} if layout == "token_bins" else {}
     update = update_for(device_model, objective, **budget)
     metrics = StepMetrics()
     anchor = None if objective == "siren" else 0.5

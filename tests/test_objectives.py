@@ -159,7 +159,7 @@ def test_one_token_responses():
 def test_empty_response_mask_gives_no_nan():
     b = PolicyBatch(logp=torch.zeros(2, 3, requires_grad=True), old_logp=torch.zeros(2, 3),
                     mask=torch.tensor([[1.0, 1, 0], [0, 0, 0]]), rewards=torch.tensor([1.0, 0.0]), group_size=2,
-                    max_response_len=3)
+                    max_response_len=3, ref_logp=torch.zeros(2, 3))
     for name, spec in objectives().items():
         fn = spec.loss
         if spec.params().needs().entropies:  # entropy objectives: covered with entropies in their own tests
@@ -347,10 +347,11 @@ def test_every_objective_registered_and_differentiable():
     b = PolicyBatch(logp=logp, old_logp=logp.detach() + 0.05 * torch.randn(4, 3), mask=torch.ones(4, 3),
                     rewards=torch.tensor([1.0, 0, 0, 1]), group_size=2, max_response_len=3,
                     entropy=torch.rand(4, 3, requires_grad=True),
-                    topp_entropy=torch.rand(4, 3, requires_grad=True), entropy_anchor=0.3)
+                    topp_entropy=torch.rand(4, 3, requires_grad=True), entropy_anchor=0.3,
+                    ref_logp=logp.detach() - 0.1 * torch.rand(4, 3))
     registered = objectives()
     assert set(registered) == {"grpo", "grpo_rw", "grpo_er", "dr_grpo", "dapo", "disco", "siren",
-                               "entropy_reg", "clip_cov", "kl_cov", "entropy_adv", "forking_80_20"}
+                               "entropy_reg", "clip_cov", "kl_cov", "entropy_adv", "forking_80_20", "trpa"}
     for name, spec in registered.items():
         p = settings(name, **({"entropy_coef": 0.01} if "entropy_coef" in spec.params.__dataclass_fields__ else {}))
         needs = p.needs()
@@ -360,7 +361,7 @@ def test_every_objective_registered_and_differentiable():
     # what each asks the trainer for
     reads = {n for n, spec in registered.items() if spec.params().needs().entropies}
     assert reads == {"grpo_er", "siren", "entropy_reg", "entropy_adv", "forking_80_20"}
-    assert [n for n, spec in registered.items() if spec.params().needs().whole_groups] == ["disco"]
+    assert [n for n, spec in registered.items() if spec.params().needs().whole_groups] == ["disco", "trpa"]
     assert settings("grpo", kl_coef=0.1).needs().reference_model and not settings("grpo").needs().reference_model
     assert settings("siren").needs().anchor is not None
 

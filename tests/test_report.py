@@ -32,14 +32,14 @@ def write_steps(root: Path, run: Run, rewards: list[float], entropy_slope: float
     d = root / run.train_dir
     d.mkdir(parents=True)
     fields = ["step", "reward_mean", "entropy", "kl", "response_length", "topp_entropy", "zero_variance_groups",
-              "kl_active", "clip_frac", *(extra or {})]
+              "all_correct_groups", "all_wrong_groups", "kl_active", "clip_frac", *(extra or {})]
     with open(d / "steps.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         for i, r in enumerate(rewards, start=1):
             w.writerow({"step": i, "reward_mean": r, "entropy": 1.0 + entropy_slope * i, "kl": 1e-4 * i,
                         "response_length": 50 + i, "topp_entropy": 0.5, "zero_variance_groups": 0.5,
-                        "kl_active": 0.5, "clip_frac": 0.1, **{k: v(i) for k, v in (extra or {}).items()}})
+                        "all_correct_groups": 0.05 * i, "all_wrong_groups": 0.5 - 0.05 * i, "kl_active": 0.5, "clip_frac": 0.1, **{k: v(i) for k, v in (extra or {}).items()}})
 
 
 RUNS = [Run("base"), Run("grpo", 0), Run("disco_logl", 0)]
@@ -142,12 +142,12 @@ def test_headline_and_curves_for_dvc(report):
 def test_figures_and_self_contained_html(report):
     root, out = report
     names = sorted(Path(f).name for f in out["figures"])
-    assert names == ["constraint.png", "difficulty_bias.png", "entropy_groups.png", "kl_length.png",
-                     "scores.png", "training_dynamics.png"]
+    assert names == ["constraint.png", "difficulty_bias.png", "difficulty_training.png", "entropy_groups.png",
+                     "kl_length.png", "scores.png", "training_dynamics.png"]
     for f in out["figures"]:
         assert Path(f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and Path(f).stat().st_size > 10_000
     html = (root / "reports/index.html").read_text()
-    assert html.count("data:image/png;base64,") == 6 and "<table>" in html
+    assert html.count("data:image/png;base64,") == 7 and "<table>" in html
     # the summary's figure comes first, before any table
     assert html.index('alt="scores"') < html.index("<table>")
 

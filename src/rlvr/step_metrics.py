@@ -34,7 +34,8 @@ class StepMetrics:
 
     def add_groups(self, groups) -> None:
         """Rewards, accuracy (overall and per level), lengths, truncation, and
-        the share of groups whose accuracies are all equal (no group signal)."""
+        the shares of groups whose accuracies are all equal (no group signal):
+        all correct, all wrong (DisCO's difficulty bias, per step), either."""
         for g in groups:
             n = len(g.responses)
             self.add("reward_mean", sum(g.rewards), n)
@@ -44,6 +45,8 @@ class StepMetrics:
             self.add("response_length", sum(len(r) for r in g.responses), n)
             self.add("truncation_rate", sum(g.truncated), n)
             self.add("zero_variance_groups", float(not g.informative))
+            self.add("all_correct_groups", float(all(g.correct)))
+            self.add("all_wrong_groups", float(not any(g.correct)))
 
     def add_entropies(self, sums: dict, tokens: float) -> None:
         """Token-weighted entropy means (`sums` already summed over tokens)."""

@@ -151,6 +151,9 @@ CURVES = (
      "entropy_groups.png", "top-p entropy and uninformative groups"),
     ((("kl_active", "share of loss calls with the KL penalty active"), ("clip_frac", "share of clipped tokens")),
      "constraint.png", "trust region: DisCO's constraint and the clip"),
+    ((("all_wrong_groups", "share of groups with no correct response"),
+      ("all_correct_groups", "share of groups with every response correct")),
+     "difficulty_training.png", "difficulty during training: groups that give no signal (DisCO's solve_none / solve_all)"),
 )
 VALIDATION_CURVE = ((("val_avg@k", "validation avg@k"), ("val_maj@k", "validation maj@k")),
                     "validation.png", "validation during training (problems held out of training)")
