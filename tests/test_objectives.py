@@ -303,7 +303,7 @@ def test_peak_entropy_mask_and_aggregate():
     flat = torch.tensor([[2.0, 2.0], [1.0, 3.0]])
     mflat = peak_entropy_mask(flat, torch.ones(2, 2), 0.8)
     assert mflat.tolist() == [[0, 0], [0, 1]]
-    assert anchor_value(flat, torch.ones(2, 2)) == pytest.approx((0 + 3) / 2)
+    assert anchor_value({"topp_entropy": flat}, torch.ones(2, 2), settings("siren")) == pytest.approx((0 + 3) / 2)
 
 
 def test_siren_loss_hand_value_with_dual_clip():
@@ -435,3 +435,28 @@ def test_an_objectives_own_checks_and_unknown_names_are_config_errors():
                    "'methods.b.objective' has unknown name 'grpoo' (did you mean 'grpo'?)",
                    "'methods.c.forking_top_ratio' must be in (0, 1)", "'train.steps' must be >= 1"):
         assert needle in msg, needle
+
+
+def test_disco_clipped_score_ablation_is_pessimistic_per_sign():
+    # Q1 rewards [1, 0, 0]: ratios per token; eps 0.2 -> [0.8, 1.2]
+    b = disco_batch()
+    b.old_logp = b.logp.detach() - torch.log(torch.tensor([[1.5, 0.5], [1.5, 1.0], [0.5, 1.1],
+                                                            [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]))
+    s = scores(b, "lratio_clipped", clip_eps=0.2)
+    # positive r0: min(r, clip r) = [1.2, 0.5] -> 0.85; negative r1 (one real token): max(1.5, 1.2) = 1.5;
+    # negative r2: max(r, clip r) = [0.8, 1.1] -> 0.95
+    assert s[:3].tolist() == pytest.approx([0.85, 1.5, 0.95])
+    (g,) = torch.autograd.grad(s[:3].sum(), b.logp)
+    # the clipped side carries no gradient: r0's first token and r2's first token are clipped
+    assert g[0, 0] == 0 and g[2, 0] == 0 and g[0, 1] != 0 and g[1, 0] != 0 and g[2, 1] != 0
+
+
+def test_disco_kl_penalty_ablation_is_linear_in_kl():
+    d = 0.01
+    out = disco(disco_batch(old_shift=d), hp(form="basic", constraint="penalty", kl_penalty_coef=0.5))
+    base = disco(disco_batch(), hp(form="basic", constraint="penalty", kl_penalty_coef=0.5))
+    assert out.metrics["kl_penalty"] == pytest.approx(0.5 * d, rel=1e-5)
+    assert (out.loss - base.loss).item() == pytest.approx(0.5 * d, rel=1e-4)
+    # inside the hinge's trust region the constraint is silent; the penalty is not
+    inside = disco(disco_batch(old_shift=5e-5), hp(form="basic", delta=1e-4, constraint="penalty"))
+    assert inside.metrics["kl_penalty"] > 0

@@ -38,7 +38,7 @@ class EntropyMeter:
         self.keep_for_anchor = keep_for_anchor
         self.sums: dict[str, torch.Tensor] = {}
         self.tokens = 0.0
-        self.kept: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.kept: list[tuple[dict[str, torch.Tensor], torch.Tensor]] = []
 
     def add(self, out: dict[str, torch.Tensor], mask: torch.Tensor, tokens: int) -> None:
         for name in ENTROPIES:
@@ -46,13 +46,13 @@ class EntropyMeter:
             self.sums[name] = self.sums[name] + total if name in self.sums else total
         self.tokens += tokens
         if self.keep_for_anchor:
-            self.kept.append((out["topp_entropy"].detach(), mask))
+            self.kept.append(({name: out[name].detach() for name in ENTROPIES}, mask))
 
     def anchor(self, value) -> float:
         """Over every rollout of the step on every rank: the response-weighted
-        mean of `value(h, mask)` per pi_old pass."""
-        weighted = sum(value(h, m) * h.shape[0] for h, m in self.kept)
-        rows = sum(h.shape[0] for h, _ in self.kept)
+        mean of `value(entropies, mask)` per pi_old pass."""
+        weighted = sum(value(h, m) * m.shape[0] for h, m in self.kept)
+        rows = sum(m.shape[0] for _, m in self.kept)
         weighted, rows = distributed.all_sum([weighted, float(rows)])
         return weighted / rows
 

@@ -37,9 +37,9 @@ class Needs:
     # every loss call holds whole groups. Otherwise a row carries its group's rewards.
     whole_groups: bool = False
     reference_model: bool = False  # a frozen copy of the initial policy (ref_logp)
-    # a constant measured once, on the first step, from the top-p entropies of
-    # all its rollouts on every rank (SIREN's H_anchor): (h, mask) -> value
-    anchor: Callable[[torch.Tensor, torch.Tensor], float] | None = None
+    # a constant measured once, on the first step, from the entropies of all its
+    # rollouts on every rank (SIREN's H_anchor): ({name: [N, T]}, mask) -> value
+    anchor: Callable[[dict[str, torch.Tensor], torch.Tensor], float] | None = None
 
 
 @dataclass

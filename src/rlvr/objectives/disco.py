@@ -4,6 +4,11 @@ Score each response, push positive scores above negative ones per question
 (basic: difference of means; DRO: a soft max over negatives), and keep the
 policy in a trust region with a squared-hinge penalty on KL(pi_old || pi).
 No clipping anywhere.
+
+The paper's ablations are settings: `score: lratio_clipped` (the likelihood
+ratio clipped as PPO clips it, pessimistically for the response's sign),
+`constraint: penalty` (a plain KL penalty instead of the trust-region
+constraint), `form: basic` (a difference of means instead of DRO).
 """
 
 from __future__ import annotations
@@ -20,31 +25,48 @@ from rlvr.objectives.registry import register
 @dataclass
 class DiscoParams(ObjectiveParams):
     score: str = "logl"  # the score of a response: logl (mean token log-likelihood) | lratio (likelihood ratio)
+                         # | lratio_clipped (the ratio clipped to [1 - clip_eps, 1 + clip_eps], PPO's way)
+    clip_eps: float = 0.2  # lratio_clipped's clip (verl's clip_ratio, DisCO's ppo_trainer.yaml)
     form: str = "dro"  # dro (a soft max over negatives) | basic (difference of means)
     tau: float = 10.0  # the DRO form's temperature
     delta: float = 1e-4  # the KL bound of the trust region
     beta: float = 1e3  # the squared hinge's weight
     kl_estimator: str = "kl"  # kl | low_var_kl
+    constraint: str = "hinge"  # hinge: (beta/2) max(0, KL - delta)^2 | penalty: kl_penalty_coef * KL (the ablation)
+    kl_penalty_coef: float = 1e-3  # the penalty's weight (verl's kl_loss_coef default, in DisCO's config)
 
     def needs(self) -> Needs:
         return Needs(whole_groups=True)  # the DRO/basic objective compares a question's responses
 
     def check(self, where: str, problems: list[str]) -> None:
         super().check(where, problems)
-        check_choice(where, "score", self.score, ("logl", "lratio"), problems)
+        check_choice(where, "score", self.score, ("logl", "lratio", "lratio_clipped"), problems)
+        check_choice(where, "constraint", self.constraint, ("hinge", "penalty"), problems)
+        if not 0 < self.clip_eps < 1 or self.kl_penalty_coef < 0:
+            problems.append(f"'{where}': clip_eps in (0, 1) and kl_penalty_coef >= 0, "
+                            f"got {self.clip_eps}, {self.kl_penalty_coef}")
         check_choice(where, "form", self.form, ("dro", "basic"), problems)
         check_choice(where, "kl_estimator", self.kl_estimator, ("kl", "low_var_kl"), problems)
         if self.tau <= 0:
             problems.append(f"'{where}.tau' must be > 0, got {self.tau}")
 
 
-def scores(batch: PolicyBatch, score: str) -> torch.Tensor:
-    """[N] mean token log-likelihood (log-L) or mean token likelihood ratio (L-ratio)."""
+def scores(batch: PolicyBatch, score: str, clip_eps: float = 0.2) -> torch.Tensor:
+    """[N] mean token log-likelihood (log-L), mean token likelihood ratio
+    (L-ratio), or the ratio clipped per token as PPO's surrogate clips it: a
+    positive response's ratio min(r, clip(r)), a negative's max(r, clip(r)),
+    so a ratio outside the clip no longer moves the score."""
     if score == "logl":
         return seq_mean(batch.logp, batch.mask)
+    ratio = torch.exp(batch.logp - batch.old_logp)
     if score == "lratio":
-        return seq_mean(torch.exp(batch.logp - batch.old_logp), batch.mask)
-    raise ValueError(f"disco score must be 'logl' or 'lratio', got '{score}'")
+        return seq_mean(ratio, batch.mask)
+    if score == "lratio_clipped":
+        clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps)
+        positive = (batch.rewards > 0.5).unsqueeze(-1)
+        return seq_mean(torch.where(positive, torch.minimum(ratio, clipped), torch.maximum(ratio, clipped)),
+                        batch.mask)
+    raise ValueError(f"disco score must be 'logl', 'lratio' or 'lratio_clipped', got '{score}'")
 
 
 def question_objective(s: torch.Tensor, positive: torch.Tensor, form: str, tau: float) -> torch.Tensor:
@@ -63,19 +85,20 @@ def question_objective(s: torch.Tensor, positive: torch.Tensor, form: str, tau: 
 
 @register("disco", DiscoParams)
 def disco(batch: PolicyBatch, hp: DiscoParams) -> LossOutput:
-    """Loss = -(1/B) sum_q J_q + (beta/2) max(0, KL - delta)^2.
+    """Loss = -(1/B) sum_q J_q + (beta/2) max(0, KL - delta)^2
+    (the ablation `constraint: penalty`: + kl_penalty_coef * KL instead).
 
     Autograd of the squared hinge gives beta * max(0, KL - delta) * grad KL,
     the penalty gradient of the paper; B counts skipped questions too (the
     mini-batch's, `batch.total_groups`). Needs whole groups in a call. The KL
     hinge is taken per loss call, as the official code takes it per
     micro-batch, and weighted by the call's share of the mini-batch."""
-    s = scores(batch, hp.score).view(-1, batch.group_size)
+    s = scores(batch, hp.score, hp.clip_eps).view(-1, batch.group_size)
     positive = (batch.rewards > 0.5).view(-1, batch.group_size)
     j = torch.stack([question_objective(s[q], positive[q], hp.form, hp.tau) for q in range(s.shape[0])])
     kl = policy_kl(batch.logp, batch.old_logp, batch.mask, hp.kl_estimator)
     hinge = torch.clamp(kl - hp.delta, min=0.0)
-    penalty = 0.5 * hp.beta * hinge**2
+    penalty = 0.5 * hp.beta * hinge**2 if hp.constraint == "hinge" else hp.kl_penalty_coef * kl
     loss = -j.sum() / batch.total_groups + batch.share * penalty
     return LossOutput(loss, {"disco_j": j.mean().detach(), "kl_penalty": penalty.detach(),
                              "kl_active": (hinge > 0).float().detach()})
