@@ -9,11 +9,13 @@ from rlvr.tracking import Tracker
 
 if __name__ == "__main__":
     params = params_or_exit()
-    profile = (params.extra.get("report") or {}).get("paper_profile")
+    report = params.extra.get("report") or {}
+    profile = report.get("paper_profile")
     objectives = {name: (m or {}).get("objective", "grpo") for name, m in (params.extra.get("methods") or {}).items()}
     with stage_timer("report") as summary:
         out = build_report(all_runs(params), Path("."), Path("reports"),
-                           Path(params.data.vendor_dir) / "paper_results.yaml", profile, objectives)
+                           Path(params.data.vendor_dir) / "paper_results.yaml", profile, objectives,
+                           report.get("ablations") or {})
         with Tracker.for_stage(params, "report", model="report", system_metrics=False,
                                logged={"methods": list(objectives), "seeds": params.seeds,
                                        "paper_profile": profile}) as tracker:

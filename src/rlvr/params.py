@@ -73,7 +73,21 @@ def core_params(raw: dict, problems: list[str]) -> Params | None:
         return params
     for name in methods:
         method_entry(params, name, problems)
+    check_ablations(extra.get("report") or {}, methods, problems)
     return params
+
+
+def check_ablations(report: dict, methods: dict, problems: list[str]) -> None:
+    """report.ablations: {variant: full method}, both trained methods."""
+    ablations = (report.get("ablations") or {}) if isinstance(report, dict) else {}
+    if not isinstance(ablations, dict):
+        problems.append(f"'report.ablations': expected a mapping of variant -> full method, got {ablations!r}")
+        return
+    for variant, full in ablations.items():
+        for name in (variant, full):
+            if name not in methods:
+                problems.append(unknown_name(f"report.ablations ({variant}: {full})", name, tuple(methods),
+                                             what="method"))
 
 
 def check_data_names(p: Params, problems: list[str]) -> None:

@@ -31,6 +31,7 @@ class Report:
     levels: tuple | None = None  # the arithmetic level section (the difficulty figure)
     lead_figures: list = field(default_factory=list)  # figures shown in the summary, not again at the end
     agreement: dict | None = None  # the grader_agreement stage's counts (the appendix)
+    ablations: dict = field(default_factory=dict)  # variant -> the full method it ablates (report.ablations)
     _score_tables: dict = field(default_factory=dict)
 
     def score_table(self, kind: str) -> tuple[list[str], dict]:
@@ -101,6 +102,11 @@ def published(r: Report) -> list[str]:
     return [f"## Published numbers ({r.profile})\n\n{notes}"] if notes else []
 
 
+def ablations(r: Report) -> list[str]:
+    md = tables.ablation_section(r.results, r.ablations, r.k)
+    return [f"## Ablations: each variant against its full method (paired over problems)\n\n{md}"] if md else []
+
+
 def seeds(r: Report) -> list[str]:
     md = tables.seeds_section(r.results, "avg")
     return [f"## Seeds: avg@{r.k} of each seed, and the spread between seeds\n\n{md}"] if md else []
@@ -132,7 +138,7 @@ def claims(r: Report) -> list[str]:
 
 
 LEAD = (summary, claims)  # the answer, before the contents
-SECTIONS = (how_to_read, scores, published, seeds, levels, difficulty, checkpoints, graders)  # the detail, in order
+SECTIONS = (how_to_read, scores, published, ablations, seeds, levels, difficulty, checkpoints, graders)  # the detail, in order
 AGREEMENT = "grader_agreement.json"  # the grader_agreement stage's output, beside the report
 
 
@@ -173,8 +179,10 @@ def figures(r: Report) -> list[Path]:
 
 
 def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | None = None,
-                 profile: str | None = None, objectives: dict[str, str] | None = None) -> dict:
-    """Write every output; `objectives` maps method -> objective (for the claims)."""
+                 profile: str | None = None, objectives: dict[str, str] | None = None,
+                 ablations: dict[str, str] | None = None) -> dict:
+    """Write every output; `objectives` maps method -> objective (for the claims),
+    `ablations` an ablated variant -> its full method (the ablation table)."""
     paper = yaml.safe_load(paper_path.read_text()) if paper_path and paper_path.exists() else {}
     tables.check_profile(paper, profile)
     results = load_results(root, runs)
@@ -182,7 +190,8 @@ def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | 
         raise FileNotFoundError(f"no metrics.json under {root / 'reports/eval'} for runs "
                                 f"{[r.name for r in runs]}: run the evaluate stages first")
     agreement = json.loads((out_dir / AGREEMENT).read_text()) if (out_dir / AGREEMENT).exists() else None
-    report = Report(results, paper, profile, objectives or {}, fig_dir=out_dir / "figures", agreement=agreement)
+    report = Report(results, paper, profile, objectives or {}, fig_dir=out_dir / "figures", agreement=agreement,
+                    ablations=ablations or {})
     lead = [md for section in LEAD for md in section(report)]
     detail = [md for section in SECTIONS for md in section(report)]
     made = figures(report)

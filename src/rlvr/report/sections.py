@@ -69,6 +69,19 @@ def gains_section(results, kind: str, reference: str) -> str | None:
     return markdown(["method", *cols, "mean: verdict"], body)
 
 
+def ablation_section(results, ablations: dict[str, str], k) -> str | None:
+    """Each ablated variant against its full method, paired over problems: the
+    mean over sets of avg@k and maj@k (variant - full), with intervals."""
+    pairs = [(v, full) for v, full in ablations.items() if v in results and full in results]
+    if not pairs:
+        return None
+    body = []
+    for variant, full in pairs:
+        cells = [paired(results[variant], results[full], kind, None) for kind in ("avg", "maj")]
+        body.append([variant, full, *[f"{fmt(c, signed=True)}: {stats.verdict(c[1], c[2])}" for c in cells]])
+    return markdown(["variant", "full method", f"avg@{k}: variant - full", f"maj@{k}: variant - full"], body)
+
+
 def seeds_section(results, kind: str) -> str | None:
     """Each seed's mean score, and the spread between seeds."""
     trained = {n: m for n, m in results.items() if n != BASE and len(m.seeds) > 1}
