@@ -121,9 +121,12 @@ def test_claims_table(report):
     claims = md.split("## The papers' claims")[1].split("## Figures")[0]
     # GRPO's entropy: 1 - 0.2 * step, an exact line: "falls" is supported with a zero-width interval
     assert "| GRPO's entropy falls during training | minus the slope of entropy per step (grpo) | +0.2 [+0.2, +0.2]" \
-        " | supported (one seed) |" in claims
+        " | – | supported (one seed) |" in claims
     assert "disco_logl's entropy stays stable while GRPO's falls" in claims
-    assert "| disco_logl above GRPO on accuracy |" in claims and "inconclusive" in claims
+    assert "| disco_logl above grpo on accuracy |" in claims and "inconclusive" in claims
+    # the paper's size of the same statistic (profile 1.5b: DisCO log-L 0.533 - GRPO 0.457), against our interval
+    row = next(line for line in claims.splitlines() if line.startswith("| disco_logl above grpo"))
+    assert "| +0.076 (inside ours) |" in row or "| +0.076 (outside ours) |" in row
     # one seed per method: every verdict says so, and the page says what the intervals leave out
     assert "(one seed): a run with a single seed" in claims
     assert "not the randomness of training" in md.split("## Main table")[0]
@@ -166,7 +169,7 @@ def test_the_report_leads_with_its_answer(report):
     summary = md.split("## Summary")[1].split("\n## ")[0]
     rows = all_claim_rows(load_results(root, RUNS), {"grpo": "grpo", "disco_logl": "disco"}, 2)
     assert rows
-    for claim, _, estimate, verdict in rows:
+    for claim, _, estimate, _, verdict in rows:
         assert f"- **{verdict}**: {claim} (" in summary and estimate in summary
     assert md.index("## Summary") < md.index("## The papers' claims") < md.index("## Main table")
     assert "No information at this scale" not in summary  # every fixture set has differing scores
@@ -271,7 +274,7 @@ def test_each_recipe_reports_its_own_models_published_numbers(recipe, repo):
     assert not any(f": {v}\n" in notes + "\n" for v in others)  # no other model's figures
     unpublished = [m for m in methods if m not in {r["method"] for r in entry.get("rows", [])}]
     assert ("no published row for " + ", ".join(unpublished) in notes) == bool(unpublished)
-    if "siren" in recipe.stem:
+    if "siren" in recipe.stem and "dr_grpo" in params["methods"]:
         assert "no published row for base, siren, dr_grpo" in notes and "Not available:" in notes
 
 
@@ -298,3 +301,57 @@ def test_the_appendix_compares_the_graders(tmp_path):
     assert "| synthetic endings (10) | deepscaler | 7 / 6 | 5 | 2 | 1 | 2 | 70.0% |" in appendix
     assert "| no_box | 10 | 7 | 6 | 6 |" in appendix and "Graded by math_verify" in md
     assert "- [Appendix: the graders compared](#appendix-the-graders-compared)" in md
+
+
+def test_published_sizes_and_whether_our_interval_holds_them():
+    from rlvr.report.claims import headline_gain, published_cell, table_gain
+
+    entry = {"rows": [{"method": "grpo", "avg": 0.457}, {"method": "disco_logl", "avg": 0.533},
+                      {"method": "grpo", "avg": 0.1}], "headline": {"maj_at_k_gain_over_best_baseline": 4.8}}
+    assert table_gain(entry, "disco_logl", "grpo") == pytest.approx(0.076)  # the first row of each method
+    assert table_gain(entry, "disco_logl", "dapo") is None and table_gain({}, "a", "b") is None
+    assert headline_gain("maj_at_k_gain_over_best_baseline")(entry, "siren", "grpo") == pytest.approx(0.048)
+    assert published_cell(0.076, 0.01, 0.08) == "+0.076 (inside ours)"
+    assert published_cell(0.076, 0.08, 0.1) == "+0.076 (outside ours)"
+    assert published_cell(None, 0.0, 1.0) == "–"
+
+
+def test_siren_entropy_claims_compare_the_slopes_with_each_baseline(tmp_path, repo):
+    """SIREN's claim on the entropy its trainer logs (top-p) and on the full entropy:
+    slopes per step, SIREN's minus each baseline's; no invented band."""
+    runs = [Run("base"), Run("grpo", 0), Run("siren", 0), Run("entropy_reg", 0)]
+    for run, c in zip(runs, ({"a": 1, "b": 0, "c": 0}, {"a": 2, "b": 0, "c": 1}, {"a": 2, "b": 1, "c": 1},
+                             {"a": 2, "b": 1, "c": 0})):
+        write_eval(tmp_path, run, c)
+    slopes = {"grpo": -0.1, "siren": -0.02, "entropy_reg": 0.05}
+    for run in runs[1:]:
+        write_steps(tmp_path, run, [0.1, 0.2, 0.3, 0.4, 0.5], entropy_slope=slopes[run.method],
+                    extra={"topp_entropy": lambda i, m=run.method: 0.5 + 2 * slopes[m] * i})
+    build_report(runs, tmp_path, tmp_path / "reports", repo / "data/vendor/paper_results.yaml",
+                 "siren_qwen2.5_math_7b", {"grpo": "grpo", "siren": "siren", "entropy_reg": "entropy_reg"})
+    claims = (tmp_path / "reports/results.md").read_text().split("## The papers' claims")[1].split("\n## ")[0]
+    assert "anchor" not in claims and "claimed within" not in claims
+    lines = {line.split(" | ")[0][2:]: line for line in claims.splitlines() if line.startswith("| siren")}
+    assert "+0.16 [+0.16, +0.16]" in lines["siren's top-p entropy falls less than grpo's"]
+    assert "supported" in lines["siren's top-p entropy falls less than grpo's"]
+    assert "-0.14 [-0.14, -0.14]" in lines["siren's top-p entropy falls less than entropy_reg's"]
+    assert "contradicted" in lines["siren's top-p entropy falls less than entropy_reg's"]
+    assert "+0.08 [+0.08, +0.08]" in lines["siren's full-vocabulary entropy falls less than grpo's"]
+    # the maj@k gain over the best baseline, beside the paper's 4.8 points
+    assert "| +0.048 (" in lines["siren gains maj@k over the best baseline"]
+
+
+def test_ablation_table_pairs_each_variant_with_its_full_method(tmp_path, repo):
+    runs = [Run("base"), Run("siren", 0), Run("siren_wo_anchor", 0), Run("grpo", 0)]
+    for run, c in zip(runs, ({"a": 0, "b": 0, "c": 0}, {"a": 2, "b": 2, "c": 1}, {"a": 1, "b": 0, "c": 1},
+                             {"a": 1, "b": 1, "c": 1})):
+        write_eval(tmp_path, run, c)
+    build_report(runs, tmp_path, tmp_path / "reports", ablations={"siren_wo_anchor": "siren", "absent": "siren"})
+    md = (tmp_path / "reports/results.md").read_text()
+    table = md.split("## Ablations")[1].split("\n## ")[0]
+    # avg per question: a (1-2)/2, b (0-2)/2 (arithmetic: -0.75), c (1-1)/2 (math500: 0): mean over sets -0.375
+    row = next(line for line in table.splitlines() if line.startswith("| siren_wo_anchor | siren |"))
+    assert row.split(" | ")[2].startswith("-0.375 [") or row.split(" | ")[2].startswith("-0.38 [")
+    assert "absent" not in table and "| grpo" not in table
+    build_report(runs[:2], tmp_path, tmp_path / "reports2", ablations={"siren_wo_anchor": "siren"})
+    assert "## Ablations" not in (tmp_path / "reports2/results.md").read_text()

@@ -52,7 +52,7 @@ class Report:
 
 
     def claim_rows(self) -> list[list[str]]:
-        return all_claim_rows(self.results, self.objectives, self.k)
+        return all_claim_rows(self.results, self.objectives, self.k, self.paper.get(self.profile) or {})
 
 
 # ---- sections: each returns its markdown sections (none when it has nothing to show) ----
