@@ -146,11 +146,11 @@ def test_figures_and_self_contained_html(report):
     root, out = report
     names = sorted(Path(f).name for f in out["figures"])
     assert names == ["constraint.png", "difficulty_bias.png", "difficulty_training.png", "entropy_groups.png",
-                     "kl_length.png", "scores.png", "training_dynamics.png"]
+                     "kl_length.png", "pass_at_k.png", "scores.png", "training_dynamics.png"]
     for f in out["figures"]:
         assert Path(f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and Path(f).stat().st_size > 10_000
     html = (root / "reports/index.html").read_text()
-    assert html.count("data:image/png;base64,") == 7 and "<table>" in html
+    assert html.count("data:image/png;base64,") == 8 and "<table>" in html
     # the summary's figure comes first, before any table
     assert html.index('alt="scores"') < html.index("<table>")
 
@@ -355,3 +355,32 @@ def test_ablation_table_pairs_each_variant_with_its_full_method(tmp_path, repo):
     assert "absent" not in table and "| grpo" not in table
     build_report(runs[:2], tmp_path, tmp_path / "reports2", ablations={"siren_wo_anchor": "siren"})
     assert "## Ablations" not in (tmp_path / "reports2/results.md").read_text()
+
+
+def test_diversity_section_pass_curve_and_their_claims(tmp_path, repo):
+    """Distinct answers and perplexity per problem (problems.jsonl), their
+    means with intervals, the pass@k curve from the unbiased estimator, and the
+    claim rows SIREN's analysis makes."""
+    from rlvr.report.load import load_results
+
+    runs = [Run("base"), Run("grpo", 0), Run("siren", 0)]
+    for run, c in zip(runs, ({"a": 1, "b": 0, "c": 0}, {"a": 2, "b": 0, "c": 1}, {"a": 2, "b": 1, "c": 1})):
+        write_eval(tmp_path, run, c, k=4)
+    for run, distinct in zip(runs, (3, 1, 2)):  # add the diversity columns
+        path = tmp_path / run.eval_dir / "problems.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps({**r, "distinct": distinct + (r["id"] == "a"), "perplexity": 1.5})
+                                + "\n" for r in rows))
+    results = load_results(tmp_path, runs)
+    # pass@j of c correct of 4: a problem with c = 1 gives 1/4, 1/2, 3/4, 1 for j = 1..4
+    base = dict(results["base"].pass_curve())  # arithmetic a: c=1, b: 0 -> mean; math500 c: 0
+    assert base[1] == pytest.approx((0.25 + 0) / 2 / 2) and base[4] == pytest.approx((1 + 0) / 2 / 2)
+    build_report(runs, tmp_path, tmp_path / "reports", None, None, {"grpo": "grpo", "siren": "siren"})
+    md = (tmp_path / "reports/results.md").read_text()
+    table = md.split("## Diversity")[1].split("\n## ")[0]
+    # siren: a 3, b 2 (arithmetic mean 2.5), c 2: mean over sets 2.25
+    assert "| siren | 2.250 [" in table and "| 1.500 [1.500, 1.500] |" in table
+    claims = md.split("## The papers' claims")[1].split("\n## ")[0]
+    assert "| siren gives more distinct answers than grpo | distinct answers per problem: siren - grpo | +1 [+1, +1]" \
+        in claims
+    assert (tmp_path / "reports/figures/pass_at_k.png").stat().st_size > 10_000

@@ -60,12 +60,24 @@ def set_metrics(records: list[Record], grades: list[GroupGrade]) -> dict:
     return out
 
 
-def problem_rows(problems, grades) -> list[dict]:
+def distinct_answers(grade: GroupGrade) -> int:
+    """Distinct final answers among a problem's k samples (as extracted; none: not counted)."""
+    return len({it.extracted.strip() for it in grade.items if it.extracted.strip()})
+
+
+def mean_perplexity(completions) -> float | None:
+    values = [c.perplexity for c in completions if c.perplexity is not None]
+    return sum(values) / len(values) if values else None
+
+
+def problem_rows(problems, grades, completions) -> list[dict]:
     """One row per problem: its k samples' correct count and its maj@k, what
-    the report's intervals resample."""
+    the report's intervals resample; and their diversity: distinct answers and
+    the mean perplexity of the samples under the model (SIREN's analysis)."""
     return [{"benchmark": name, "id": r.id, "level": r.level, "k": len(g.items),
-             "correct": sum(it.correct for it in g.items), "majority": g.majority_correct}
-            for (name, r), g in zip(problems, grades)]
+             "correct": sum(it.correct for it in g.items), "majority": g.majority_correct,
+             "distinct": distinct_answers(g), "perplexity": mean_perplexity(cs)}
+            for (name, r), g, cs in zip(problems, grades, completions)]
 
 
 def _sample_rows(problems, completions, grades) -> list[dict]:
@@ -74,7 +86,7 @@ def _sample_rows(problems, completions, grades) -> list[dict]:
         for j, (c, it) in enumerate(zip(comps, g.items)):
             rows.append({"benchmark": name, "id": r.id, "level": r.level, "sample": j, "gold": r.answer,
                          "response": c.text, "extracted": it.extracted, "correct": it.correct,
-                         "status": it.status, "truncated": c.truncated})
+                         "status": it.status, "truncated": c.truncated, "perplexity": c.perplexity})
     return rows
 
 
@@ -116,7 +128,8 @@ class Evaluator:
         counts = [ev.k_for(name) for name, _ in mine]
         t0 = time.perf_counter()
         completions = self.rollout_engine.generate(prompts, n=counts, temperature=ev.temperature, top_p=ev.top_p,
-                                                   max_tokens=ev.max_new_tokens, progress=self.ranks.main)
+                                                   max_tokens=ev.max_new_tokens, progress=self.ranks.main,
+                                                   logprobs=True)
         gen_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         with Verifier.from_params(self.params) as verifier:
@@ -143,7 +156,8 @@ class Evaluator:
             "grader": self.params.verifier.grader,
             "ranks": self.ranks.world,
         }
-        return metrics, _sample_rows(self.problems, completions, grades), problem_rows(self.problems, grades)
+        return (metrics, _sample_rows(self.problems, completions, grades),
+                problem_rows(self.problems, grades, completions))
 
 
 def _interleave(parts: list[list]) -> list:

@@ -18,6 +18,7 @@ the KV cache), as TRL and verl do.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -33,6 +34,14 @@ class Completion:
     token_ids: list[int]
     truncated: bool  # stopped by max_tokens rather than end-of-sequence
     prompt_token_ids: list[int] | None = None  # exactly what the engine conditioned on
+    logprob: float | None = None  # sum of the sampled tokens' log-probs under the model (generate(logprobs=True))
+
+    @property
+    def perplexity(self) -> float | None:
+        """exp(-mean token log-prob): how surprised the model is by its own response."""
+        if self.logprob is None or not self.token_ids:
+            return None
+        return math.exp(-self.logprob / len(self.token_ids))
 
 
 def _configure_env(kv_cache_gib: float) -> None:
@@ -93,8 +102,10 @@ class RolloutEngine:
             self.asleep = True
 
     def generate(self, prompts: list[str] | list[list[int]], n: int | list[int], temperature: float, top_p: float,
-                 max_tokens: int, progress: bool = True) -> list[list[Completion]]:
-        """n completions for each prompt (or n[i] for prompt i), in prompt order.
+                 max_tokens: int, progress: bool = True, logprobs: bool = False) -> list[list[Completion]]:
+        """n completions for each prompt (or n[i] for prompt i), in prompt order;
+        with `logprobs`, each with its tokens' summed log-prob (vLLM's raw
+        log-probs: the model's, before temperature).
 
         A prompt is token ids (rlvr.data.prompts.prompt_token_ids: what the
         pipeline sends) or text, which vLLM encodes with the tokenizer's
@@ -104,12 +115,14 @@ class RolloutEngine:
         from vllm import SamplingParams
 
         counts = n if isinstance(n, list) else [n] * len(prompts)
-        params = {k: SamplingParams(n=k, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
+        params = {k: SamplingParams(n=k, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                                    logprobs=0 if logprobs else None)  # 0: the sampled token's alone
                   for k in set(counts)}
         inputs = [p if isinstance(p, str) else {"prompt_token_ids": list(p)} for p in prompts]
         outputs = self.llm.generate(inputs, [params[k] for k in counts], use_tqdm=progress)
         return [
-            [Completion(o.text, list(o.token_ids), o.finish_reason == "length", list(out.prompt_token_ids))
+            [Completion(o.text, list(o.token_ids), o.finish_reason == "length", list(out.prompt_token_ids),
+                        o.cumulative_logprob if logprobs else None)
              for o in out.outputs]
             for out in outputs
         ]

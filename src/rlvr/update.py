@@ -38,6 +38,8 @@ class EntropyMeter:
         self.keep_for_anchor = keep_for_anchor
         self.sums: dict[str, torch.Tensor] = {}
         self.tokens = 0.0
+        self.perplexity_sum: torch.Tensor | float = 0.0  # over responses: exp(-mean token log-prob)
+        self.responses = 0.0
         self.kept: list[tuple[dict[str, torch.Tensor], torch.Tensor]] = []
 
     def add(self, out: dict[str, torch.Tensor], mask: torch.Tensor, tokens: int) -> None:
@@ -45,6 +47,8 @@ class EntropyMeter:
             total = (out[name].detach() * mask).sum().double()
             self.sums[name] = self.sums[name] + total if name in self.sums else total
         self.tokens += tokens
+        self.perplexity_sum = self.perplexity_sum + response_perplexity(out["logp"].detach(), mask).sum().double()
+        self.responses += mask.shape[0]
         if self.keep_for_anchor:
             self.kept.append(({name: out[name].detach() for name in ENTROPIES}, mask))
 
@@ -55,6 +59,12 @@ class EntropyMeter:
         rows = sum(m.shape[0] for _, m in self.kept)
         weighted, rows = distributed.all_sum([weighted, float(rows)])
         return weighted / rows
+
+
+def response_perplexity(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """[N] exp(-mean token log-prob) of each response under pi_old's sampling
+    distribution (SIREN's perplexity analysis); an empty response gives 1."""
+    return torch.exp(-(logp * mask).sum(-1) / mask.sum(-1).clamp(min=1))
 
 
 def response_tokens(rows: list[Row]) -> int:
@@ -209,6 +219,7 @@ class PolicyUpdate:
         with timer("update"):
             self._loss_calls([mb for epoch in epochs for mb in epoch], meter, metrics, anchor)
         metrics.add_entropies(meter.sums, meter.tokens)
+        metrics.add("perplexity", meter.perplexity_sum, meter.responses)
         return anchor, len({id(g) for g, _ in separate})
 
     def _loss_calls(self, mini_batches: list[list[Row]], meter: EntropyMeter, metrics: StepMetrics,

@@ -12,7 +12,7 @@ import yaml
 from rlvr.atomic import write_json, write_text
 from rlvr.report import sections as tables
 from rlvr.report.claims import all_claim_rows, claims_summary, claims_table
-from rlvr.report.figures import curve_figure, difficulty_figure, scores_figure
+from rlvr.report.figures import curve_figure, difficulty_figure, pass_curve_figure, scores_figure
 from rlvr.report.format import csv_cell, html, slug
 from rlvr.report.load import KINDS, MethodResults, load_results
 from rlvr.runs import BASE, Run
@@ -107,6 +107,11 @@ def ablations(r: Report) -> list[str]:
     return [f"## Ablations: each variant against its full method (paired over problems)\n\n{md}"] if md else []
 
 
+def diversity(r: Report) -> list[str]:
+    md = tables.diversity_section(r.results, r.k)
+    return [f"## Diversity: distinct answers and perplexity (mean per problem, 95% intervals)\n\n{md}"] if md else []
+
+
 def seeds(r: Report) -> list[str]:
     md = tables.seeds_section(r.results, "avg")
     return [f"## Seeds: avg@{r.k} of each seed, and the spread between seeds\n\n{md}"] if md else []
@@ -138,7 +143,7 @@ def claims(r: Report) -> list[str]:
 
 
 LEAD = (summary, claims)  # the answer, before the contents
-SECTIONS = (how_to_read, scores, published, ablations, seeds, levels, difficulty, checkpoints, graders)  # the detail, in order
+SECTIONS = (how_to_read, scores, published, ablations, seeds, levels, difficulty, diversity, checkpoints, graders)  # the detail, in order
 AGREEMENT = "grader_agreement.json"  # the grader_agreement stage's output, beside the report
 
 
@@ -160,6 +165,8 @@ CURVES = (
     ((("all_wrong_groups", "share of groups with no correct response"),
       ("all_correct_groups", "share of groups with every response correct")),
      "difficulty_training.png", "difficulty during training: groups that give no signal (DisCO's solve_none / solve_all)"),
+    ((("perplexity", "perplexity of the sampled responses"),),
+     "perplexity.png", "perplexity of the rollouts during training (a collapse: towards 1)"),
 )
 VALIDATION_CURVE = ((("val_avg@k", "validation avg@k"), ("val_maj@k", "validation maj@k")),
                     "validation.png", "validation during training (problems held out of training)")
@@ -172,6 +179,7 @@ def figures(r: Report) -> list[Path]:
                                   r.levels[1] if r.levels else {}, f"avg@{r.k}", fig_dir / "difficulty_bias.png"))
     series, name, title = VALIDATION_CURVE
     made.append(curve_figure(steps, list(series), fig_dir / name, title))
+    made.append(pass_curve_figure({n: m.pass_curve() for n, m in r.results.items()}, fig_dir / "pass_at_k.png"))
     return [f for f in made if f is not None]
 
 

@@ -77,6 +77,8 @@ def _share_diff(a, b, level: float) -> tuple[float, float, float]:
 
 
 def _mean_diff(a, b, kind: str) -> tuple[float, float, float]:
+    if not (a.has(kind) and b.has(kind)):
+        return (math.nan,) * 3
     va, vb = a.values(kind), b.values(kind)
     return stats.paired_diff_ci([va[x] for x in va], [vb[x] for x in va])
 
@@ -133,6 +135,11 @@ CLAIMS = (
           lambda a, b: _slope_diff(a, b, "topp_entropy"), against=SIREN_BASELINES),
     Claim("siren", "{name}'s full-vocabulary entropy falls less than {ref}'s", "entropy slope per step: {name} - {ref}",
           _slope_diff, against=SIREN_BASELINES),
+    # SIREN's diversity analysis: perplexity does not collapse, answers stay diverse
+    Claim("siren", "{name}'s rollout perplexity falls less than {ref}'s", "perplexity slope per step: {name} - {ref}",
+          lambda a, b: _slope_diff(a, b, "perplexity"), against=SIREN_BASELINES),
+    Claim("siren", "{name} gives more distinct answers than {ref}", "distinct answers per problem: {name} - {ref}",
+          lambda a, b: _mean_diff(a, b, "distinct"), against=SIREN_BASELINES),
     Claim("siren", "{name} gains maj@k over the best baseline", "mean maj@{k}: {name} - {ref}",
           lambda a, b: _mean_diff(a, b, "maj"), against=BEST,
           published=headline_gain("maj_at_k_gain_over_best_baseline")),

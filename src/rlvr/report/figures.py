@@ -101,3 +101,22 @@ def scores_figure(rows: dict[str, list[tuple[float, float, float]]], columns: li
         ax.set_xlabel(metric)
     fig.suptitle(f"{metric} per set with 95% intervals over problems")
     return _save(fig, path)
+
+
+def pass_curve_figure(curves: dict[str, list[tuple[int, float]]], path: Path) -> Path | None:
+    """pass@k against k, one line per method (SIREN's exploration argument:
+    a policy that keeps exploring gains more from more samples)."""
+    curves = {n: c for n, c in curves.items() if len(c) > 1}
+    if not curves:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, curve in curves.items():
+        ax.plot(*zip(*curve), marker="o", ms=3, label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("k (samples per problem)")
+    ax.set_ylabel("pass@k (mean over sets)")
+    ax.set_title("pass@k against k")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)

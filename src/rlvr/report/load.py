@@ -11,9 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from rlvr.eval_metrics import pass_at_k
 from rlvr.runs import Run
 
 KINDS = ("avg", "pass", "maj")
+DIVERSITY = ("distinct", "perplexity")  # per problem: distinct answers, mean perplexity of the samples
 
 
 @dataclass
@@ -45,12 +47,38 @@ class MethodResults:
     def accuracy_by_question(self) -> list[float]:
         return [float(v) for arr in self.values("avg").values() for v in arr]
 
+    def has(self, kind: str) -> bool:
+        """Every problem row of every seed carries `kind` (older evaluations lack the diversity columns)."""
+        return kind not in DIVERSITY or all(r.get(kind) is not None for rows in self.problems for r in rows)
+
+    def pass_curve(self) -> list[tuple[int, float]]:
+        """(j, pass@j) for j = 1..k: the unbiased estimator per problem, averaged
+        over a set's problems, then over sets and seeds (SIREN's pass@k curve)."""
+        ks = {r["k"] for rows in self.problems for r in rows}
+        if len(ks) != 1:
+            return []  # sets sampled with different k: no common curve
+        k = ks.pop()
+        curve = []
+        for j in range(1, k + 1):
+            per_seed = []
+            for rows in self.problems:
+                by_set = defaultdict(list)
+                for r in rows:
+                    by_set[r["benchmark"]].append(pass_at_k(r["k"], r["correct"], j))
+                per_seed.append(np.mean([np.mean(v) for v in by_set.values()]))
+            curve.append((j, float(np.mean(per_seed))))
+        return curve
+
 
 def per_problem(rows: list[dict], kind: str) -> dict[str, np.ndarray]:
-    """avg: share of the k samples correct; pass: pass@k (any correct); maj: maj@k."""
+    """avg: share of the k samples correct; pass: pass@k (any correct); maj: maj@k;
+    distinct: distinct answers among the k; perplexity: the samples' mean perplexity."""
     out = defaultdict(list)
     for r in rows:
-        value = {"avg": r["correct"] / r["k"], "pass": float(r["correct"] > 0), "maj": float(r["majority"])}[kind]
+        if kind in DIVERSITY:
+            value = float(r[kind])
+        else:
+            value = {"avg": r["correct"] / r["k"], "pass": float(r["correct"] > 0), "maj": float(r["majority"])}[kind]
         out[r["benchmark"]].append(value)
     return {b: np.asarray(v) for b, v in out.items()}
 

@@ -9,7 +9,7 @@ import numpy as np
 from rlvr import stats
 from rlvr.config import unknown_name
 from rlvr.report.format import Cell, fmt, markdown
-from rlvr.report.load import MethodResults, per_problem
+from rlvr.report.load import DIVERSITY, MethodResults, per_problem
 from rlvr.runs import BASE
 
 def score_table(results: dict[str, MethodResults], kind: str) -> tuple[list[str], dict[str, list[Cell]]]:
@@ -80,6 +80,19 @@ def ablation_section(results, ablations: dict[str, str], k) -> str | None:
         cells = [paired(results[variant], results[full], kind, None) for kind in ("avg", "maj")]
         body.append([variant, full, *[f"{fmt(c, signed=True)}: {stats.verdict(c[1], c[2])}" for c in cells]])
     return markdown(["variant", "full method", f"avg@{k}: variant - full", f"maj@{k}: variant - full"], body)
+
+
+def diversity_section(results, k) -> str | None:
+    """SIREN's diversity analysis: per method, distinct answers among a problem's
+    k samples and the samples' perplexity under the model, with 95% intervals."""
+    shown = {n: m for n, m in results.items() if all(m.has(kind) for kind in DIVERSITY)}
+    if not shown:
+        return None
+    body = []
+    for name, m in shown.items():
+        cells = [stats.mean_ci(list(m.values(kind).values())) for kind in DIVERSITY]
+        body.append([name, *[fmt(c) for c in cells]])
+    return markdown(["method", f"distinct answers among {k} samples", "perplexity of the samples"], body)
 
 
 def seeds_section(results, kind: str) -> str | None:
