@@ -36,6 +36,7 @@ ALL_METHODS = {
     "discob_logl": {"objective": "disco", "score": "logl", "form": "basic"},
     "discob_lratio": {"objective": "disco", "score": "lratio", "form": "basic"},
     "siren": {"objective": "siren", "dual_clip": 3.0, "entropy_coef": 0.005},
+    "trpa": {"objective": "trpa"},
 }
 
 
@@ -72,15 +73,17 @@ def test_two_steps_of_every_method(setup, tiny_model, name):
     assert [r["step"] for r in rows] == [1, 2]
     # every key the objective returns is recorded (DisCO's kl_active, GRPO's kl_ref, ...)
     own = {"disco": {"disco_j", "kl_penalty", "kl_active"}, "siren": {"siren_entropy", "siren_reg", "clip_frac"},
-           "grpo_er": {"entropy_bonus", "clip_frac"}}.get(method.objective.objective, {"clip_frac"})
-    if method.objective.needs().reference_model:
+           "grpo_er": {"entropy_bonus", "clip_frac"},
+           "trpa": {"trpa_pairs", "trpa_preference", "trust_region_kl"}}.get(method.objective.objective, {"clip_frac"})
+    if method.objective.objective == "grpo" and method.objective.needs().reference_model:
         own = own | {"kl_ref"}
     for r in rows:
-        for key in ("reward_mean", "entropy", "topp_entropy", "kl", "zero_variance_groups", "response_length",
+        for key in ("reward_mean", "entropy", "topp_entropy", "kl", "zero_variance_groups", "all_correct_groups",
+                    "all_wrong_groups", "perplexity", "response_length",
                     "truncation_rate", "time_rollout", "time_update", "time_weight_push", "train_tokens_per_s",
                     "lr", *own):
             assert key in r and r[key] == r[key], key  # present and not NaN
-        assert r["entropy"] > 0 and r["time_update"] > 0
+        assert r["entropy"] > 0 and r["time_update"] > 0 and r["perplexity"] >= 1
     assert (tmp / "models" / name / "model.safetensors").exists()
     state = json.loads((tmp / "runs" / name / "checkpoint" / "trainer_state.json").read_text())
     assert state["step"] == 2 and state["data_position"] >= 4
