@@ -166,3 +166,36 @@ def test_validation_needs_a_held_out_split_and_a_sane_profile(raw):
     bad["train"]["eval_every"] = 5
     bad["data"]["validation_size"] = 16
     assert parse_recipe(bad).data.validation_size == 16
+
+
+def test_checkpoints_and_ablations_name_what_they_refer_to(raw):
+    """`checkpoints:` names apart from the methods and the base model, each a
+    source; `report.ablations` pairs of trained methods: all reported at once."""
+    bad = copy.deepcopy(raw)
+    bad["checkpoints"] = {"grpo": "some/model", "base": "other/model", "released": None}
+    bad["report"]["ablations"] = {"siren_wo_anchor": "siren", "grpo": "sirne"}
+    with pytest.raises(ConfigError) as e:
+        parse_recipe(bad)
+    text = str(e.value)
+    assert "'checkpoints.grpo': the name is taken by a method" in text
+    assert "'checkpoints.base': the name is taken by the base model" in text
+    assert "'checkpoints.released': expected a hub id or a local directory, got None" in text
+    assert "unknown method 'siren_wo_anchor'" in text and "unknown method 'sirne' (did you mean 'siren'?)" in text
+    good = copy.deepcopy(raw)
+    good["checkpoints"] = {"released": "org/model"}
+    good["report"]["ablations"] = {"grpo": "siren"}
+    assert parse_recipe(good).extra["checkpoints"] == {"released": "org/model"}
+
+
+def test_a_checkpoint_hub_id_offline_is_a_clear_error(raw, monkeypatch):
+    from rlvr.evaluation import model_source
+    from rlvr.runs import Run
+
+    raw["checkpoints"] = {"released": "org/not-here"}
+    params = parse_recipe(raw)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ConfigError, match="'checkpoints.released': 'org/not-here' is neither a local directory"):
+        model_source(params, Run("released", external=True))
+    assert str(model_source(params, Run("grpo", 0))) == "models/grpo/seed0"
+    with pytest.raises(ConfigError, match="did you mean 'released'"):
+        model_source(params, Run("releasd", external=True))

@@ -30,8 +30,6 @@ TINY = {
               "micro_batch_questions": 1, "max_response_tokens": 16, "checkpoint_every": 1, "eval_every": 1},
 }
 METHODS = ("grpo", "disco_logl")
-STAGES = ["prepare_data", "prepare_model", "train@grpo-0", "train@disco_logl-0", "evaluate_base",
-          "evaluate@grpo-0", "evaluate@disco_logl-0", "report"]
 
 
 def deep_update(d: dict, u: dict) -> dict:
@@ -56,8 +54,9 @@ def tiny_repo(tmp_path_factory, **overrides) -> Path:
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory):
-    root = tiny_repo(tmp_path_factory)
+def pipeline(tmp_path_factory, tiny_model):
+    # a local model evaluated as a released checkpoint's row (a hub id on a GPU node)
+    root = tiny_repo(tmp_path_factory, checkpoints={"released_tiny": str(tiny_model)})
     out = run([sys.executable, "-m", "dvc", "repro"], root, timeout=2400)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return root, out
@@ -80,6 +79,21 @@ def test_repro_writes_metrics_per_level(pipeline):
     for stage in ("evaluate@base", "train@grpo/seed0", "report"):
         assert f"[{stage}] done in" in out.stdout
     assert out.stdout.count("[train@grpo/seed0] done in") == 1  # rank 0 speaks for the stage
+
+
+def test_a_released_checkpoint_is_evaluated_as_a_marked_row(pipeline, tiny_model):
+    """checkpoints: {name: path} -> evaluate_checkpoint@<name> (2 ranks, the
+    evaluation profile of every row) -> a row of every table, marked, in no claim."""
+    root, out = pipeline
+    m = json.loads((root / "reports/eval/released_tiny/metrics.json").read_text())
+    assert m["model"] == str(tiny_model) and m["ranks"] == 2 and m["k"] == 2
+    problems = [json.loads(line) for line in (root / "reports/eval/released_tiny/problems.jsonl").read_text().splitlines()]
+    assert len(problems) == 6 + 2 and all(r["perplexity"] >= 1 and 0 <= r["distinct"] <= 2 for r in problems)
+    assert "[evaluate@released_tiny] done in" in out.stdout
+    md = (root / "reports/results.md").read_text()
+    assert "| released_tiny (released checkpoint) | " in md.split("## Main table")[1].split("\n## ")[0]
+    assert "released_tiny" not in md.split("## The papers' claims")[1].split("\n## ")[0]
+    assert "not trained: released_tiny" in md
 
 
 def test_training_ran_on_two_ranks_and_rank0_wrote_once(pipeline):
@@ -171,10 +185,12 @@ def _stale(root: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("change,expected", [
-    ({"eval": {"k": 1}}, {"evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0"}),
+    ({"eval": {"k": 1}}, {"evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0",
+                          "evaluate_checkpoint@released_tiny"}),
     ({"methods": {"grpo": {"clip_low": 0.1}}}, {"train@grpo-0", "report"}),  # the report reads the method list
     ({"data": {"benchmarks": ["math500", "aime24"]}}, {"prepare_data", "evaluate_base", "evaluate@grpo-0",
-                                                      "evaluate@disco_logl-0"}),
+                                                      "evaluate@disco_logl-0", "evaluate_checkpoint@released_tiny"}),
+    ({"checkpoints": {"released_tiny": "another/model"}}, {"evaluate_checkpoint@released_tiny", "report"}),
     ({"report": {"paper_profile": "1.5b"}}, {"report"}),
 ])
 def test_a_params_change_makes_only_its_stages_stale(pipeline, change, expected):

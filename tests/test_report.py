@@ -384,3 +384,18 @@ def test_diversity_section_pass_curve_and_their_claims(tmp_path, repo):
     assert "| siren gives more distinct answers than grpo | distinct answers per problem: siren - grpo | +1 [+1, +1]" \
         in claims
     assert (tmp_path / "reports/figures/pass_at_k.png").stat().st_size > 10_000
+
+
+def test_a_released_checkpoint_is_a_marked_row_and_never_a_baseline(tmp_path, repo):
+    runs = [Run("base"), Run("released", external=True), Run("grpo", 0), Run("siren", 0)]
+    for run, c in zip(runs, ({"a": 0, "b": 0, "c": 0}, {"a": 2, "b": 2, "c": 2}, {"a": 1, "b": 0, "c": 1},
+                             {"a": 2, "b": 1, "c": 1})):
+        write_eval(tmp_path, run, c)
+    build_report(runs, tmp_path, tmp_path / "reports", None, None, {"grpo": "grpo", "siren": "siren"})
+    md = (tmp_path / "reports/results.md").read_text()
+    main = md.split("## Main table")[1].split("\n## ")[0]
+    assert "| released (released checkpoint) | " in main and "| grpo | " in main
+    assert "not trained: released (`checkpoints:`)" in md and "seeds per method: grpo 1, siren 1." in md
+    claims = md.split("## The papers' claims")[1].split("\n## ")[0]
+    # the best baseline on maj@k is the best method trained here, not the (higher) released model
+    assert "mean maj@2: siren - grpo" in claims and "released" not in claims

@@ -206,7 +206,7 @@ class Params:
 
 
 # Top-level sections that other modules validate themselves (e.g. `train`).
-EXTRA_SECTIONS = ("train", "methods", "report", "bench")
+EXTRA_SECTIONS = ("train", "methods", "report", "bench", "checkpoints")
 
 
 def build(cls, raw, prefix: str, problems: list[str], ignore: tuple[str, ...] = ()):

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from collections import defaultdict
 from pathlib import Path
 
 from rlvr import distributed
 from rlvr.atomic import write_json
-from rlvr.config import EvalParams, Params, PromptParams, ValidationParams, settings_hash
+from rlvr.config import ConfigError, EvalParams, Params, PromptParams, ValidationParams, settings_hash, unknown_name
 from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record, read_records, write_jsonl
 from rlvr.eval_metrics import mean_over, summarize
@@ -266,6 +267,20 @@ def flat_metrics(metrics: dict) -> dict[str, float]:
     return out
 
 
+def model_source(params: Params, run) -> str | Path:
+    """Where `run`'s weights are: its model directory, or a checkpoint's hub id or path."""
+    if not run.external:
+        return run.model_dir
+    checkpoints = params.extra.get("checkpoints") or {}
+    if run.method not in checkpoints:
+        raise ConfigError([unknown_name("checkpoints", run.method, tuple(checkpoints))], "params")
+    source = checkpoints[run.method]
+    if not Path(source).exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise ConfigError([f"'checkpoints.{run.method}': '{source}' is neither a local directory nor reachable "
+                           "(HF_HUB_OFFLINE=1); download it first or give its local path"], "params")
+    return source
+
+
 def evaluate_stage(params: Params, run) -> dict:
     """The evaluate stage: evaluate `run` (rlvr.runs.Run) on every rank, track
     it on rank 0; returns the one-line summary."""
@@ -280,11 +295,12 @@ def evaluate_stage(params: Params, run) -> dict:
         ranks = distributed.init(params.launcher.timeout_s)
     logged = {"eval": dataclasses.asdict(params.eval), "engine": dataclasses.asdict(params.engine),
               "prompt": dataclasses.asdict(params.prompt), "benchmarks": params.data.benchmarks,
-              "run": run.name, "model_path": str(run.model_dir), "ranks": ranks.world}
+              "run": run.name, "model_path": str(model_source(params, run)), "ranks": ranks.world,
+              "external": run.external}
     tracker = Tracker.for_stage(params, f"evaluate@{run.name}", model=run.method, logged=logged) \
         if ranks.main else None
     with tracker or nullcontext():
-        result = run_evaluation(run.model_dir, params, run.eval_dir)
+        result = run_evaluation(model_source(params, run), params, run.eval_dir)
         if tracker is None:
             return {}
         for name in ("arithmetic", *params.data.benchmarks):

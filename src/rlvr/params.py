@@ -74,7 +74,23 @@ def core_params(raw: dict, problems: list[str]) -> Params | None:
     for name in methods:
         method_entry(params, name, problems)
     check_ablations(extra.get("report") or {}, methods, problems)
+    check_checkpoints(extra.get("checkpoints"), methods, problems)
     return params
+
+
+def check_checkpoints(checkpoints, methods: dict, problems: list[str]) -> None:
+    """checkpoints: {name: hub id or local directory}, names apart from the methods and the base model."""
+    if checkpoints is None:
+        return
+    if not isinstance(checkpoints, dict):
+        problems.append(f"'checkpoints': expected a mapping of name -> hub id or local directory, got {checkpoints!r}")
+        return
+    for name, source in checkpoints.items():
+        if name == "base" or name in methods:
+            problems.append(f"'checkpoints.{name}': the name is taken by "
+                            f"{'the base model' if name == 'base' else 'a method'}; rename the checkpoint")
+        if not isinstance(source, str) or not source:
+            problems.append(f"'checkpoints.{name}': expected a hub id or a local directory, got {source!r}")
 
 
 def check_ablations(report: dict, methods: dict, problems: list[str]) -> None:

@@ -1,5 +1,6 @@
-"""Where each run's files live: the base model, and every (method, seed) pair
-of the train matrix. One place, for the stages, the report and the tests."""
+"""Where each run's files live: the base model, every released checkpoint
+evaluated as a row (`checkpoints:`), and every (method, seed) pair of the
+train matrix. One place, for the stages, the report and the tests."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ BASE = "base"
 
 @dataclass(frozen=True)
 class Run:
-    method: str  # a name under `methods:`, or "base"
-    seed: int | None = None  # None for the base model
+    method: str  # a name under `methods:` or `checkpoints:`, or "base"
+    seed: int | None = None  # None for the base model and the checkpoints
+    external: bool = False  # a released checkpoint, not trained here
 
     @property
     def name(self) -> str:
@@ -42,5 +44,9 @@ def trained_runs(params) -> list[Run]:
     return [Run(m, s) for m in methods for s in params.seeds]
 
 
+def checkpoint_runs(params) -> list[Run]:
+    return [Run(name, external=True) for name in params.extra.get("checkpoints") or {}]
+
+
 def all_runs(params) -> list[Run]:
-    return [Run(BASE), *trained_runs(params)]
+    return [Run(BASE), *checkpoint_runs(params), *trained_runs(params)]

@@ -152,7 +152,7 @@ def _negated(cell: tuple[float, float, float]) -> tuple[float, float, float]:
 
 
 def _best_other(results: dict, name: str) -> list[str]:
-    others = [n for n in results if n not in (name, BASE)]
+    others = [n for n in results if n not in (name, BASE) and not results[n].external]  # baselines trained here
     if not others:
         return []
     return [max(others, key=lambda n: float(np.mean([v.mean() for v in results[n].values("maj").values()])))]

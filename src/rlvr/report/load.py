@@ -28,6 +28,12 @@ class MethodResults:
     steps: list[list[dict]] = field(default_factory=list)  # steps.csv per seed
     by_step: list[dict] = field(default_factory=list)  # by_step.json "steps" per seed
     seeds: list[int | None] = field(default_factory=list)
+    external: bool = False  # a released checkpoint evaluated as a row (`checkpoints:`), not trained here
+
+    @property
+    def label(self) -> str:
+        """Its row's name in the tables: a released checkpoint says so."""
+        return f"{self.name} (released checkpoint)" if self.external else self.name
 
     @property
     def k(self) -> int | str:
@@ -108,7 +114,7 @@ def load_results(root: Path, runs: list[Run]) -> dict[str, MethodResults]:
         metrics_file = root / run.eval_dir / "metrics.json"
         if not metrics_file.exists():
             continue
-        m = out.setdefault(run.method, MethodResults(run.method))
+        m = out.setdefault(run.method, MethodResults(run.method, external=run.external))
         m.metrics.append(json.loads(metrics_file.read_text()))
         m.problems.append(_read_jsonl(root / run.eval_dir / "problems.jsonl"))
         m.steps.append(_read_csv(root / run.train_dir / "steps.csv"))

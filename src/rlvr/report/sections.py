@@ -50,7 +50,8 @@ def scores_section(results, kind: str, paper_rows: list[list[str]],
     """`table`: score_table(results, kind)."""
     cols, rows = table
     marks = best_marks(results, kind, cols, rows)
-    body = [[name, *[f"**{fmt(c)}**" if marks.get(col) == name else fmt(c) for col, c in zip(cols, cells)]]
+    body = [[results[name].label, *[f"**{fmt(c)}**" if marks.get(col) == name else fmt(c)
+                                    for col, c in zip(cols, cells)]]
             for name, cells in rows.items()]
     return markdown(["method", *cols], body + paper_rows), {"columns": cols, "rows": rows, "best": marks}
 
@@ -256,7 +257,8 @@ def intro(results) -> str:
     sizes = ", ".join(f"{b}: {len(v)}" for b, v in m.values("avg").items())
     per_set = m.metrics[0].get("k_per_set") or {}
     k_text = f"k = {m.k}" if m.k != "k" else "k per set: " + ", ".join(f"{b} {v}" for b, v in per_set.items())
-    seeds = {n: len(r.seeds) for n, r in results.items() if n != BASE}
+    seeds = {n: len(r.seeds) for n, r in results.items() if n != BASE and not r.external}
+    released = [n for n, r in results.items() if r.external]
     graders = sorted({x.get("grader", "math_verify") for r in results.values() for x in r.metrics})
     return (f"Graded by {' and '.join(graders)} ({GRADER_NAMES}). "
             f"{k_text} samples per problem; problems per set: {sizes}; seeds per method: "
@@ -267,7 +269,9 @@ def intro(results) -> str:
             + (" With one seed per method, the intervals cover the choice of problems, not the randomness of "
                "training: a difference between two trained methods describes these runs, and seeds of one method "
                "can differ by more (`dvc exp run -S 'seeds=[0,1,2]'` measures it)."
-               if any(s < 2 for s in seeds.values()) else ""))
+               if any(s < 2 for s in seeds.values()) else "")
+            + (f" Rows marked (released checkpoint) are published models evaluated here with the same settings, "
+               f"not trained: {', '.join(released)} (`checkpoints:`)." if released else ""))
 
 
 def agreement_section(agreement: dict) -> str:
