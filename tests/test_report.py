@@ -399,3 +399,23 @@ def test_a_released_checkpoint_is_a_marked_row_and_never_a_baseline(tmp_path, re
     claims = md.split("## The papers' claims")[1].split("\n## ")[0]
     # the best baseline on maj@k is the best method trained here, not the (higher) released model
     assert "mean maj@2: siren - grpo" in claims and "released" not in claims
+
+
+def test_the_aime_claim_reads_only_aime_and_only_where_it_was_evaluated(tmp_path, repo, monkeypatch):
+    from rlvr.report.claims import all_claim_rows
+    from rlvr.report.load import load_results
+
+    runs = [Run("base"), Run("grpo", 0), Run("siren", 0)]
+    monkeypatch.setitem(globals(), "BENCH", {"aime24": ["a", "b"], "math500": ["c"]})
+    for run, c in zip(runs, ({"a": 0, "b": 0, "c": 0}, {"a": 0, "b": 1, "c": 2}, {"a": 2, "b": 1, "c": 0})):
+        write_eval(tmp_path, run, c)
+    rows = all_claim_rows(load_results(tmp_path, runs), {"grpo": "grpo", "siren": "siren"}, 2,
+                          {"headline": {"aime24_25_maj_at_k_gain": 6.6}})
+    aime = next(r for r in rows if "AIME24/25" in r[0])
+    # maj@2 = correct * 2 > k: siren a 1, b 0; grpo a 0, b 0 -> +0.5 on aime24 (math500's c is not read)
+    assert aime[2].startswith("+0.5 [") and aime[3].startswith("+0.066 (")
+    monkeypatch.setitem(globals(), "BENCH", {"math500": ["c"]})
+    other = tmp_path / "other"
+    for run, c in zip(runs, ({"c": 0}, {"c": 2}, {"c": 0})):
+        write_eval(other, run, c)
+    assert not any("AIME24/25" in r[0] for r in all_claim_rows(load_results(other, runs), {"siren": "siren"}, 2))

@@ -76,11 +76,16 @@ def _share_diff(a, b, level: float) -> tuple[float, float, float]:
     return stats.paired_diff_ci([va.astype(float)], [vb.astype(float)])
 
 
-def _mean_diff(a, b, kind: str) -> tuple[float, float, float]:
+def _mean_diff(a, b, kind: str, sets: tuple[str, ...] | None = None) -> tuple[float, float, float] | None:
+    """a - b, paired over problems, mean over `sets` (default: every set); None
+    when none of `sets` was evaluated (the claim does not apply)."""
     if not (a.has(kind) and b.has(kind)):
         return (math.nan,) * 3
     va, vb = a.values(kind), b.values(kind)
-    return stats.paired_diff_ci([va[x] for x in va], [vb[x] for x in va])
+    keys = [x for x in va if sets is None or x in sets]
+    if not keys:
+        return None
+    return stats.paired_diff_ci([va[x] for x in keys], [vb[x] for x in keys])
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ class Claim:
     objective: str  # the claim is checked for every method with this objective
     text: str  # {name}: the method, {ref}: the method it is compared with
     statistic: str  # what the interval is of ({name}, {ref}, {k})
-    measure: Callable  # (method's results, reference's results or None) -> (estimate, low, high)
+    measure: Callable  # (method's results, reference's results or None) -> (estimate, low, high), None: n/a
     against: tuple[str, ...] = ()  # reference methods (those present); () the method alone; BEST the best other
     # the published size of the same statistic: (the profile's entry, name, ref) -> value, or None
     published: Callable[[dict, str, str | None], float | None] = lambda entry, name, ref: None
@@ -143,6 +148,9 @@ CLAIMS = (
     Claim("siren", "{name} gains maj@k over the best baseline", "mean maj@{k}: {name} - {ref}",
           lambda a, b: _mean_diff(a, b, "maj"), against=BEST,
           published=headline_gain("maj_at_k_gain_over_best_baseline")),
+    Claim("siren", "{name} gains maj@k on AIME24/25 over the best baseline", "mean maj@{k} on aime24, aime25: "
+          "{name} - {ref}", lambda a, b: _mean_diff(a, b, "maj", ("aime24", "aime25")), against=BEST,
+          published=headline_gain("aime24_25_maj_at_k_gain")),
 )
 
 
@@ -178,7 +186,10 @@ def claim_rows(claim: Claim, results: dict, objectives: dict[str, str], k, entry
             refs = [None]  # the method alone
         for ref in refs:
             a, b = results[name], results.get(ref)
-            est, lo, hi = claim.measure(a, b)
+            cell = claim.measure(a, b)
+            if cell is None:  # the sets the claim is about were not evaluated
+                continue
+            est, lo, hi = cell
             words = {"name": name, "ref": ref, "k": k}
             row = _row(claim.text.format(**words), claim.statistic.format(**words), (est, lo, hi),
                        *([a, b] if b is not None else [a]))
