@@ -148,7 +148,7 @@ def test_mlflow_runs_nested_under_one_pipeline_run(pipeline):
     db = sqlite3.connect(root / "mlflow.db")
     runs = {name: uuid for uuid, name in db.execute("select run_uuid, name from runs").fetchall()}
     stage_runs = {"prepare_data", "prepare_model", "train@grpo/seed0", "train@disco_logl/seed0", "evaluate@base",
-                  "evaluate@grpo/seed0", "evaluate@disco_logl/seed0", "report"}
+                  "evaluate@grpo/seed0", "evaluate@disco_logl/seed0", "evaluate@released_tiny", "report"}
     parents = {n for n in runs if n.startswith("pipeline ")}
     assert set(runs) == stage_runs | parents and len(parents) == 1
     parent = runs[parents.pop()]
@@ -168,7 +168,10 @@ def test_mlflow_runs_nested_under_one_pipeline_run(pipeline):
     metrics = dict(db.execute("select key, value from metrics where run_uuid=?", (ev,)).fetchall())
     assert "arithmetic/avg_at_2" in metrics and "mean/pass_at_2" in metrics
     params = dict(db.execute("select key, value from params where run_uuid=?", (ev,)).fetchall())
-    assert params["eval.k"] == "2"
+    assert params["eval.k"] == "2" and params["external"] == "False"
+    released = dict(db.execute("select key, value from params where run_uuid=?",
+                               (runs["evaluate@released_tiny"],)).fetchall())
+    assert released["external"] == "True" and released["model_path"].endswith("model")
     steps = db.execute("select step from metrics where run_uuid=? and key='reward_mean' order by step",
                        (runs["train@grpo/seed0"],)).fetchall()
     assert steps == [(1,), (2,)]
@@ -270,7 +273,8 @@ def test_push_pull_reproduces_every_table_without_retraining(pipeline, tmp_path)
     (clone / "params.yaml").write_text(yaml.safe_dump(params))
     changed = _dvc(clone, "repro")  # run, not --dry: the report reruns only once the evaluations' outputs change
     assert set(re.findall(r"Running stage '([^']+)'", changed.stdout)) == {
-        "evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0", "grader_agreement", "report"}
+        "evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0", "evaluate_checkpoint@released_tiny",
+        "grader_agreement", "report"}
     # experiments travel too: dvc exp push / pull through the git remote and the DVC remote
     exp = _dvc(root, "exp", "run", "-n", "with-paper-rows", "-S", "report.paper_profile=1.5b")
     assert [m for m in re.findall(r"Running stage '([^']+)'", exp.stdout)] == ["report"]
