@@ -97,7 +97,7 @@ class PromptParams:
     user: str = PROBLEM + "\nPlease reason step by step, and put your final answer within \\boxed{}."
     system: str | None = None  # a system turn before the user turn (SIREN's Qwen-math prompt)
     chat_template: bool = True  # through the tokenizer's chat template, generation prompt added
-    answer_after: str | None = None  # grade only the text after this marker (R1-distill: "</think>")
+    answer_after: str | None = None  # grade only the text between this marker and the next (R1-distill: "</think>")
     train: TrainPromptParams = field(default_factory=TrainPromptParams)
 
     def for_training(self) -> "PromptParams":

@@ -379,4 +379,4 @@ def _time_limit(seconds: int):
         signal.signal(signal.SIGALRM, previous)
 
 
-GRADERS = {"deepscaler": deepscaler_group, "siren_official": siren_group}
+GROUP_GRADERS = {"deepscaler": deepscaler_group, "siren_official": siren_group}  # verifier.grader -> grade a group

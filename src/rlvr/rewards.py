@@ -315,9 +315,9 @@ def grade_with(grader: str, golds: list[str], responses: list[str], timeout_s: i
     paper's own (rlvr.official_graders); runs inside a worker process."""
     if grader == "math_verify":
         return grade_group(golds, responses, timeout_s, answer_after)
-    from rlvr.official_graders import GRADERS as OFFICIAL
+    from rlvr.official_graders import GROUP_GRADERS
 
-    return OFFICIAL[grader](golds, responses, timeout_s, answer_after)
+    return GROUP_GRADERS[grader](golds, responses, timeout_s, answer_after)
 
 
 # ---- caller side -----------------------------------------------------------

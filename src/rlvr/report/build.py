@@ -168,7 +168,8 @@ CURVES = (
     ((("perplexity", "perplexity of the sampled responses"),),
      "perplexity.png", "perplexity of the rollouts during training (a collapse: towards 1)"),
 )
-VALIDATION_CURVE = ((("val_avg@k", "validation avg@k"), ("val_maj@k", "validation maj@k")),
+VALIDATION_CURVE = ((("val_avg@k", "validation avg@k"), ("val_pass@k", "validation pass@k (SIREN: kept over training)"),
+                     ("val_maj@k", "validation maj@k")),
                     "validation.png", "validation during training (problems held out of training)")
 
 
