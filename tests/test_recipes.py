@@ -188,3 +188,6 @@ def test_cpu_dry_run(recipe, base_model, tmp_path):
         assert set(got["k_per_set"]) >= {"arithmetic", *raw["data"]["benchmarks"]}
         assert all(v == v for v in got["loss"]), name  # finite, not NaN
     assert report["rows"]["train"] >= 2 and all(report["rows"][b] >= 2 for b in raw["data"]["benchmarks"])
+    assert set(report["checkpoints"]) == set(raw.get("checkpoints") or {})  # each released model's row evaluated
+    for got in report["checkpoints"].values():
+        assert set(got["k_per_set"]) >= {"arithmetic", *raw["data"]["benchmarks"]}

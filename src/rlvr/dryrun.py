@@ -7,7 +7,8 @@ tiny random model of the recipe's architecture (Qwen2 or Llama), with the
 online data loaders fed from data/vendor/hub (rows in the hub's format). It
 shows that every setting is accepted and reaches the code that uses it
 (ZeRO stage, gradient checkpointing, warm-up, weight decay, every objective
-param) before a GPU is rented. What it overrides is listed in SIZE.
+param) before a GPU is rented, and evaluates each released checkpoint's row
+(the tiny model standing in for the hub id). What it overrides is listed in SIZE.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ def sized(recipe: dict, model_dir: Path, work: Path) -> dict:
     raw["eval"]["limits"] = {s: 2 for s in sets}
     # keep per-set k where the recipe has it, so that path runs too
     raw["eval"]["k_per_set"] = {s: 3 for s in (raw["eval"].get("k_per_set") or {})}
+    # released checkpoints are hub ids: the tiny model stands in for each (evaluate_checkpoint's path)
+    raw["checkpoints"] = {name: str(model_dir) for name in raw.get("checkpoints") or {}}
     for entry in raw["methods"].values():  # DAPO's overlong buffer is a length: a quarter of the response
         if (entry or {}).get("overlong_buffer"):
             entry["overlong_buffer"] = SIZE["train"]["max_response_tokens"] // 4
@@ -83,7 +86,7 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
 
     from rlvr.methods import method_config, parse_recipe
     from rlvr.data.prepare import prepare
-    from rlvr.evaluation import run_evaluation
+    from rlvr.evaluation import model_source, run_evaluation
     from rlvr.model import materialize
     from rlvr.rollout_engine import RolloutEngine
     from rlvr.runs import Run
@@ -119,6 +122,12 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
             "validation_k": trainer.validator.profile.k,
             "loss": [r["loss"] for r in rows],
         }
+    report["checkpoints"] = {}
+    for name in params.extra.get("checkpoints") or {}:
+        run = Run(name, external=True)
+        evaluated = run_evaluation(model_source(params, run), params, work / run.eval_dir, rollout_engine=engine)
+        report["checkpoints"][name] = {"k_per_set": evaluated["metrics"]["k_per_set"],
+                                       "problems": evaluated["metrics"]["mean"]["n_problems"]}
     return report
 
 
