@@ -114,6 +114,9 @@ def pass_curve_figure(curves: dict[str, list[tuple[int, float]]], path: Path) ->
     for name, curve in curves.items():
         ax.plot(*zip(*curve), marker="o", ms=3, label=name)
     ax.set_xscale("log", base=2)
+    ks = sorted({j for curve in curves.values() for j, _ in curve})
+    ax.set_xticks(ks, [str(j) for j in ks])
+    ax.minorticks_off()
     ax.set_xlabel("k (samples per problem)")
     ax.set_ylabel("pass@k (mean over sets)")
     ax.set_title("pass@k against k")
