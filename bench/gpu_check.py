@@ -128,7 +128,10 @@ def check_objective_steps(device, cpu: bool) -> None:
         engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, t),
                                           config=deepspeed_config(t, 1))
         before = [p.detach().float().clone() for p in engine.module.parameters()]
-        update = PolicyUpdate(engine, objective(hp.objective).loss, hp, t, 0, Ranks(), device)
+        # TRPA's scores (and GRPO's optional KL) read a frozen copy of the initial policy on the device
+        ref = tiny_qwen2(vocab, device, next(model.parameters()).dtype).to(device).eval().requires_grad_(False) \
+            if hp.needs().reference_model else None
+        update = PolicyUpdate(engine, objective(hp.objective).loss, hp, t, 0, Ranks(), device, ref_model=ref)
         groups = synthetic_groups(4, t.responses_per_question, vocab, t.max_response_tokens)
         metrics = StepMetrics()
         reset_peak(device)
@@ -144,7 +147,7 @@ def check_objective_steps(device, cpu: bool) -> None:
              loss_calls=row["loss_calls"], pad_share=round(1 - row["train_tokens"] / row["train_padded_tokens"], 3),
              max_weight_change=moved, anchor=anchor, seconds=round(seconds, 3), peak_gib=peak_gib(device))
         engine.destroy()  # DeepSpeed keeps references to its engines: free this one before the next
-        del engine, model, update
+        del engine, model, update, ref
         gc.collect()
 
 

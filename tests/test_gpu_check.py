@@ -23,6 +23,6 @@ def test_gpu_check_runs_on_the_cpu_and_every_check_passes():
     steps = [r for r in rows if r["check"] == "objective_step"]
     # every objective of the recipes, each with a finite loss and moved weights
     assert {r["objective"] for r in steps} == {"grpo", "grpo_rw", "grpo_er", "dr_grpo", "dapo", "disco", "siren",
-                                               "entropy_reg", "clip_cov", "kl_cov", "entropy_adv", "forking_80_20"}
+                                               "entropy_reg", "clip_cov", "kl_cov", "entropy_adv", "forking_80_20", "trpa"}
     numerics = next(r for r in rows if r["check"] == "lm_head_numerics")
     assert numerics["logp_max_diff"] < 1e-4 and numerics["grad_weight_rel"] < 1e-4
