@@ -361,7 +361,7 @@ def test_every_objective_registered_and_differentiable():
     # what each asks the trainer for
     reads = {n for n, spec in registered.items() if spec.params().needs().entropies}
     assert reads == {"grpo_er", "siren", "entropy_reg", "entropy_adv", "forking_80_20"}
-    assert [n for n, spec in registered.items() if spec.params().needs().whole_groups] == ["disco", "trpa"]
+    assert {n for n, spec in registered.items() if spec.params().needs().whole_groups} == {"disco", "trpa"}
     assert settings("grpo", kl_coef=0.1).needs().reference_model and not settings("grpo").needs().reference_model
     assert settings("siren").needs().anchor is not None
 
