@@ -246,7 +246,7 @@ def trl_step(steps: int = 2) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from rlvr.rewards import Verifier
+    from rlvr.grading.pool import Verifier
 
     work, mc = default_work("grpo")
     params = load_params()

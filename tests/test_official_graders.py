@@ -4,9 +4,12 @@ code decides, and where they part from ours."""
 import pytest
 
 from rlvr.config import ConfigError
-from rlvr.official_graders import deepscaler_group, grade_mathd, grade_sympy, last_boxed, siren_group
+from rlvr.grading.deepscaler import deepscaler_group, grade_mathd, grade_sympy, last_boxed
+from rlvr.grading.siren import siren_group
 from rlvr.params import parse_params
-from rlvr.rewards import NO_ANSWER, OK, Verifier, grade_group
+from rlvr.grading.grades import NO_ANSWER, OK
+from rlvr.grading.math_verify_grader import grade_group
+from rlvr.grading.pool import Verifier
 
 
 def deepscaler(gold, response, answer_after="</think>"):

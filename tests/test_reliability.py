@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from rlvr.rewards import Verifier
+from rlvr.grading.pool import Verifier
 from rlvr.tracking import Tracker
 
 HOSTILE = [

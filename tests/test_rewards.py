@@ -1,7 +1,9 @@
 import pytest
 
 from rlvr.data import sources
-from rlvr.rewards import ERROR, NO_ANSWER, OK, Verifier, grade_group
+from rlvr.grading.grades import ERROR, NO_ANSWER, OK
+from rlvr.grading.math_verify_grader import grade_group
+from rlvr.grading.pool import Verifier
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +79,7 @@ R1_RESPONSE = ("<think>\nLet me try: maybe \\boxed{3}? No wait, 2+2 is 4, so the
 
 
 def test_answer_after_think_ignores_a_boxed_guess_in_the_thinking():
-    from rlvr.rewards import answer_part
+    from rlvr.grading.grades import answer_part
 
     assert answer_part(R1_RESPONSE, "</think>").startswith("\n\nThe sum is")
     assert answer_part("<think>never finished \\boxed{4}", "</think>") == ""

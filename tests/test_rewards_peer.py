@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.rewards import grade_group
+from rlvr.grading.math_verify_grader import grade_group
 
 DATA = Path(__file__).parent / "data" / "math_verify_cases.json"
 CASES = json.loads(DATA.read_text())["cases"]

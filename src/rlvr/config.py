@@ -74,7 +74,7 @@ class DataParams:
         return self.train_dir / "validation.jsonl"
 
 
-GRADERS = ("math_verify", "deepscaler", "siren_official")  # verifier.grader (rlvr.rewards)
+GRADERS = ("math_verify", "deepscaler", "siren_official")  # verifier.grader (rlvr.grading.graders)
 PROBLEM = "{problem}"  # where the problem goes in prompt.user
 DATASET_SYSTEM = "{dataset_system}"  # in a system turn: the training set's own (Openr1-Math-46k: LUFFY's)
 
@@ -161,7 +161,7 @@ class VerifierParams:
     workers: int = 2
     timeout_s: float = 5.0  # math-verify's own per-call limit inside a worker
     group_timeout_s: float = 60.0  # hard wall-clock limit for one group of responses
-    # Who grades training's rewards and the evaluation: math_verify (ours, rlvr.rewards), or a paper's own,
+    # Who grades training's rewards and the evaluation: math_verify (ours, rlvr.grading), or a paper's own,
     # written from its official code: deepscaler (DisCO's runs), siren_official (SIREN's)
     grader: str = "math_verify"
 

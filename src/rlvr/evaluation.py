@@ -24,7 +24,8 @@ from rlvr.config import ConfigError, EvalParams, Params, PromptParams, Validatio
 from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record, read_records, write_jsonl
 from rlvr.eval_metrics import mean_over, summarize
-from rlvr.rewards import GroupGrade, Verifier
+from rlvr.grading.grades import GroupGrade
+from rlvr.grading.pool import Verifier
 from rlvr.run_files import SNAPSHOTS  # written by the trainer beside the final model
 
 BY_STEP = "by_step.json"  # per-snapshot metrics, kept across reruns of the stage

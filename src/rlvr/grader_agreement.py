@@ -19,7 +19,7 @@ from pathlib import Path
 from rlvr.data.names import BENCHMARKS
 from rlvr.data.records import Record, read_records
 from rlvr.data.sources import load_vendored
-from rlvr.rewards import Verifier
+from rlvr.grading.pool import Verifier
 
 OURS, OFFICIAL = "math_verify", ("deepscaler", "siren_official")
 THINK = "</think>"

@@ -40,7 +40,7 @@ from rlvr.config import Params, settings_hash
 from rlvr.data.records import read_records
 from rlvr.methods import MethodConfig
 from rlvr.objectives import registry
-from rlvr.rewards import Verifier
+from rlvr.grading.pool import Verifier
 from rlvr.rollout_groups import Collected, Group, QuestionSampler, RolloutCollector, training_groups
 from rlvr.run_files import Snapshots, StepLog
 from rlvr.step_metrics import PHASES, StepMetrics

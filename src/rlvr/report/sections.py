@@ -290,7 +290,7 @@ def agreement_section(agreement: dict) -> str:
                                 f"`{', '.join(e['golds'])[:80]}`; ours {'correct' if e['ours'] else 'wrong'}, "
                                 f"{grader} {'correct' if e['theirs'] else 'wrong'}: `...{tail}`")
     parts = [
-        "Every response graded by ours (math_verify) and by each paper's own grader (rlvr.official_graders; "
+        "Every response graded by ours (math_verify) and by each paper's own grader (rlvr.grading; "
         f"`verifier.grader` picks one for training and evaluation). On this run's samples every grader reads the "
         f"span after `prompt.answer_after` ({agreement.get('answer_after') or 'none: the whole response'}); the "
         "synthetic endings are R1-style, read after `</think>`, but by siren_official whole, as its official "

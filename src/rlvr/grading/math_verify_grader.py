@@ -1,83 +1,28 @@
-"""Binary rewards from math-verify (or a paper's own grader, rlvr.official_graders),
-computed in a pool of worker processes.
+"""Our grader (`verifier.grader: math_verify`): math-verify, with the answer
+text rewritten first where math-verify 0.9.0 / latex2sympy2_extended 1.11.0
+misread it (a final run of several boxes, thousands separators, percentages,
+a lone answer letter).
 
-Model text is untrusted: sympy can hang on `9^9^9^9` or blow up memory on deep
-LaTeX. So grading never runs in the caller's process. Each worker has an
-address-space limit, math-verify's own SIGALRM limit applies per call inside
-the worker (SIGALRM only works on a process's main thread, another reason for
-processes), and a hard wall-clock limit per group catches the C-level hangs
-that SIGALRM cannot interrupt: the pool is then replaced and the group scored 0.
+Runs inside a grading worker (rlvr.grading.worker): model text is untrusted,
+and math-verify's own SIGALRM limits work only on a process's main thread.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import re
-import resource
-from collections import Counter
-from dataclasses import dataclass, field
 
-from tqdm.auto import tqdm
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+from math_verify.errors import TimeoutException
 
-from rlvr.config import GRADERS
+from rlvr.grading.grades import ERROR, NO_ANSWER, OK, TIMEOUT, TOO_LONG, Grade, GroupGrade, answer_part, majority_correct
 
-OK, NO_ANSWER, TIMEOUT, ERROR = "ok", "no_answer", "timeout", "error"
-MAX_RESPONSE_CHARS = 20_000  # the final answer is near the end; longer text is cut from the front
-
-
-@dataclass(frozen=True)
-class Grade:
-    correct: bool
-    extracted: str  # the answer math-verify extracted ('' when none)
-    status: str  # ok | no_answer | timeout | error (also: graded wrong after a comparison failed)
-    compare_errors: int = 0  # comparisons with a gold that raised or timed out, whatever the verdict
-
-
-@dataclass
-class GroupGrade:
-    items: list[Grade]
-    majority_correct: bool  # maj@k of this group
-
-
-@dataclass
-class GradeCounts:
-    total: int = 0
-    correct: int = 0
-    by_status: Counter = field(default_factory=Counter)
-    compare_errors: int = 0
-
-    def add(self, groups: list[GroupGrade]) -> None:
-        for g in groups:
-            for it in g.items:
-                self.total += 1
-                self.correct += it.correct
-                self.by_status[it.status] += 1
-                self.compare_errors += it.compare_errors
-
-    def summary(self) -> dict[str, int]:
-        return {"graded": self.total, "parse_failures": self.by_status[NO_ANSWER],
-                "timeouts": self.by_status[TIMEOUT], "errors": self.by_status[ERROR],
-                "compare_errors": self.compare_errors}
-
-
-# ---- worker side -----------------------------------------------------------
-
-
-def _init_worker(memory_mb: int) -> None:
-    if memory_mb > 0:
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    import logging
-
-    import math_verify  # noqa: F401  (pay the import once per worker)
-
-    # math-verify logs a traceback for every timeout; the counts say it better.
-    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+# What math-verify parses of a response: its final boxes and the text after them, or the
+# whole text without a box. Longer is no answer (TOO_LONG): a tail of it could be any value
+# (the last 20,000 characters of a nested fraction are another fraction).
+MAX_ANSWER_CHARS = 20_000
 
 
 def _parse_gold(gold: str):
-    from math_verify import parse
-
     parsed = parse(f"${gold}$")
     return parsed if parsed else parse(gold)
 
@@ -164,10 +109,8 @@ def _final_answer(text: str, letter_gold: bool, strip_percent: bool = False) -> 
 
 
 def _parse_response(text: str, timeout_s: int):
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
-
     config = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
-    return parse(text[-MAX_RESPONSE_CHARS:], extraction_config=config, parsing_timeout=timeout_s, raise_on_error=True)
+    return parse(text, extraction_config=config, parsing_timeout=timeout_s, raise_on_error=True)
 
 
 # A gold's percent-free form counts against a percent-free answer, only when both were
@@ -199,9 +142,6 @@ def _compare(gold, pred, timeout_s: int) -> tuple[bool, str]:
     """(equal, problem): problem is TIMEOUT or ERROR when math-verify raised, '' otherwise.
     After an error the extracted strings are compared: 12:00 parses to complex infinity on
     both sides, and math-verify raises before it reaches its own string comparison."""
-    from math_verify import verify
-    from math_verify.errors import TimeoutException
-
     try:
         return bool(verify(gold, pred, timeout_seconds=timeout_s, raise_on_error=True)), ""
     except TimeoutException:
@@ -240,24 +180,9 @@ def _status(correct: bool, problems: list[str]) -> str:
     return TIMEOUT if TIMEOUT in problems else ERROR
 
 
-def answer_part(text: str, answer_after: str | None) -> str:
-    """The part of a response that holds its final answer: the whole response
-    (SIREN's reward and evaluation verify all of it), or, with a marker (the
-    R1-distill models' "</think>"), the text between its first and second
-    occurrence, as DisCO's deepscaler reward reads it (math_reward.py lines
-    37-38: `split("</think>")[1]`). A response without the marker never
-    finished thinking and has no answer (lines 39-40)."""
-    if answer_after is None:
-        return text
-    parts = text.split(answer_after)
-    return parts[1] if len(parts) > 1 else ""
-
-
 def grade_group(golds: list[str], responses: list[str], timeout_s: int = 5,
                 answer_after: str | None = None) -> GroupGrade:
     """Grade the k responses to one problem; runs inside a worker process."""
-    from math_verify.errors import TimeoutException
-
     gold_parsed = _parse_golds(golds)
     letter_gold = any(_LETTER_GOLD.fullmatch(g) for g in golds)
     percent_gold = any(how != _AS_WRITTEN for _, how in gold_parsed)
@@ -272,12 +197,14 @@ def grade_group(golds: list[str], responses: list[str], timeout_s: int = 5,
             item, pred = Grade(False, "", ERROR), None
         items.append(item)
         parsed.append(pred)
-    return GroupGrade(items, _majority_correct(items, parsed, timeout_s))
+    return GroupGrade(items, majority_correct(items, parsed, lambda a, b: _compare(a, b, timeout_s)[0]))
 
 
 def _grade_response(text: str, golds: list, letter_gold: bool, percent_gold: bool, timeout_s: int):
     """(Grade, parsed answer or None) of one response."""
     answer = _final_answer(text, letter_gold)
+    if len(answer) > MAX_ANSWER_CHARS:
+        return Grade(False, "", TOO_LONG), None
     pred = _parse_response(answer, timeout_s)
     if not pred:
         return Grade(False, "", NO_ANSWER), None
@@ -285,98 +212,3 @@ def _grade_response(text: str, golds: list, letter_gold: bool, percent_gold: boo
     pred_no_percent = _parse_response(no_percent, timeout_s) if no_percent != answer else None
     correct, problems = _grade_answer(golds, pred, pred_no_percent, timeout_s)
     return Grade(correct, str(pred[-1])[:200], _status(correct, problems), len(problems)), pred
-
-
-def _majority_correct(items: list[Grade], parsed: list, timeout_s: int) -> bool:
-    """maj@k: cluster the extracted answers by math-verify equivalence (each
-    answer joins the first cluster whose representative it equals), take the
-    largest cluster (ties: the earliest), and report whether it is correct."""
-    clusters: list[list[int]] = []
-    for i, pred in enumerate(parsed):
-        if pred is None:
-            continue
-        for members in clusters:
-            if _compare(parsed[members[0]], pred, timeout_s)[0]:
-                members.append(i)
-                break
-        else:
-            clusters.append([i])
-    if not clusters:
-        return False
-    best = max(clusters, key=len)  # max keeps the first of equal-sized clusters
-    return items[best[0]].correct
-
-
-
-
-def grade_with(grader: str, golds: list[str], responses: list[str], timeout_s: int,
-               answer_after: str | None) -> GroupGrade:
-    """One group by the named grader: ours (math-verify, grade_group) or a
-    paper's own (rlvr.official_graders); runs inside a worker process."""
-    if grader == "math_verify":
-        return grade_group(golds, responses, timeout_s, answer_after)
-    from rlvr.official_graders import GROUP_GRADERS
-
-    return GROUP_GRADERS[grader](golds, responses, timeout_s, answer_after)
-
-
-# ---- caller side -----------------------------------------------------------
-
-
-class Verifier:
-    """A pool of grading workers. Use as a context manager, or call close()."""
-
-    def __init__(self, workers: int = 2, timeout_s: float = 5, group_timeout_s: float = 60, memory_mb: int = 2048,
-                 answer_after: str | None = None, grader: str = "math_verify"):
-        if grader not in GRADERS:
-            raise ValueError(f"unknown grader '{grader}'; valid: {', '.join(GRADERS)}")
-        self.workers, self.answer_after, self.grader = workers, answer_after, grader
-        self.timeout_s = max(1, int(round(timeout_s)))
-        self.group_timeout_s = group_timeout_s
-        self.memory_mb = memory_mb
-        self.counts = GradeCounts()
-        self.pools_replaced = 0
-        self._ctx = mp.get_context("spawn")  # never fork a process that holds vLLM/torch threads
-        self._pool = self._new_pool()
-
-    def _new_pool(self):
-        return self._ctx.Pool(self.workers, initializer=_init_worker, initargs=(self.memory_mb,))
-
-    def grade(self, groups: list[tuple[list[str], list[str]]], desc: str | None = None) -> list[GroupGrade]:
-        """Grade (golds, responses) pairs; order is preserved."""
-        pending = [self._pool.apply_async(grade_with, (self.grader, g, r, self.timeout_s, self.answer_after))
-                   for g, r in groups]
-        results, hung = [], False
-        for (_, responses), job in tqdm(
-            zip(groups, pending), total=len(groups), desc=desc or "verify", leave=False, disable=desc is None
-        ):
-            try:
-                results.append(job.get(timeout=self.group_timeout_s))
-            except mp.TimeoutError:
-                hung = True
-                results.append(GroupGrade([Grade(False, "", TIMEOUT) for _ in responses], False))
-            except Exception:  # noqa: BLE001  a worker that died (memory limit, segfault)
-                results.append(GroupGrade([Grade(False, "", ERROR) for _ in responses], False))
-        if hung:  # a worker is stuck in C code: replace the whole pool
-            self._pool.terminate()
-            self._pool = self._new_pool()
-            self.pools_replaced += 1
-        self.counts.add(results)
-        return results
-
-    @classmethod
-    def from_params(cls, params) -> "Verifier":
-        """verifier.workers per node: the ranks of a node split them."""
-        v = params.verifier
-        workers = max(1, v.workers // params.launcher.procs_per_node)
-        return cls(workers, v.timeout_s, v.group_timeout_s, answer_after=params.prompt.answer_after, grader=v.grader)
-
-    def close(self) -> None:
-        self._pool.terminate()
-        self._pool.join()
-
-    def __enter__(self) -> "Verifier":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -1,16 +1,11 @@
-"""The papers' own graders, written from their official code, so that a recipe
-can grade as its authors did (`verifier.grader`).
+"""DisCO's grader (`verifier.grader: deepscaler`), written from its official
+code (Optimization-AI/DisCO, deepscaler/rewards/math_reward.py and
+math_utils/utils.py): the text between the first and second `</think>`, its
+last `\\boxed{}`, and Hendrycks' MATH normalization or a sympy difference
+against each gold. Training rewards and evaluation grade alike.
 
-- `deepscaler`: DisCO's reward and evaluation grader (Optimization-AI/DisCO,
-  deepscaler/rewards/math_reward.py and math_utils/utils.py): the text between
-  the first and second `</think>`, its last `\\boxed{}`, and Hendrycks' MATH
-  normalization or a sympy difference against each gold.
-- `siren_official`: SIREN's (Linn3a/siren, recipe/entropy/reward_score.py and
-  eval/eval_entropy.py): math-verify on the whole response, the parsed
-  response as verify's first argument, the gold boxed.
-
-Both run inside rlvr.rewards' worker processes (its time and memory limits);
-each comparison also gets a SIGALRM limit, which the official code lacks.
+Runs inside a grading worker (its time and memory limits); each comparison
+also gets a SIGALRM limit, which the official code lacks.
 """
 
 from __future__ import annotations
@@ -19,9 +14,7 @@ import re
 import signal
 from contextlib import contextmanager
 
-from rlvr.rewards import ERROR, NO_ANSWER, OK, TIMEOUT, Grade, GroupGrade, answer_part
-
-# ---- deepscaler (DisCO) -------------------------------------------------------
+from rlvr.grading.grades import NO_ANSWER, OK, TIMEOUT, Grade, GroupGrade, answer_part, majority_correct
 
 
 def _strip_string(string: str) -> str:
@@ -280,88 +273,16 @@ def deepscaler_group(golds: list[str], responses: list[str], timeout_s: int, ans
         except TimeoutError:
             items.append(Grade(False, answer[:200], TIMEOUT))
         answers.append(answer)
-    return GroupGrade(items, _majority(items, answers, _deepscaler_same, timeout_s))
+    return GroupGrade(items, majority_correct(items, answers, lambda a, b: _same_within(a, b, timeout_s)))
 
 
-# ---- SIREN ------------------------------------------------------------------------
-
-
-def siren_group(golds: list[str], responses: list[str], timeout_s: int, answer_after: str | None) -> GroupGrade:
-    """eval_entropy.py: parse the whole response, box the gold unless it is
-    boxed, verify(prediction, gold) (the prediction first, as the official
-    call); an exception is a wrong answer (reward_score.py)."""
-    from math_verify import parse, verify
-
-    boxed = [parse(g if "boxed" in g else f"\\boxed{{{g}}}") for g in golds]
-    items, parsed = [], []
-    for text in responses:
-        try:
-            pred = parse(answer_part(text, answer_after))
-        except Exception:  # noqa: BLE001
-            pred = []
-        if not pred:
-            items.append(Grade(False, "", NO_ANSWER))
-            parsed.append(None)
-            continue
-        correct, status = False, OK
-        for gold in boxed:
-            try:
-                correct = bool(verify(pred, gold, timeout_seconds=timeout_s))
-            except Exception:  # noqa: BLE001  the official reward scores an exception 0
-                status = ERROR
-            if correct:
-                break
-        items.append(Grade(correct, str(pred[-1])[:200], OK if correct else status))
-        parsed.append(pred)
-    return GroupGrade(items, _siren_majority(parsed, boxed, timeout_s))
-
-
-def _siren_majority(parsed: list, golds: list, timeout_s: int) -> bool:
-    """eval_entropy.py `get_most_common`: a prediction joins the first key it
-    verifies against (keys are extracted strings: the prediction's second
-    extraction, else its first), the most frequent key (the first on ties)
-    is boxed, parsed and verified against the gold."""
-    from math_verify import parse, verify
-
-    counts: dict = {}
-    for pred in parsed:
-        if not pred:
-            continue
-        key = next((k for k in counts if verify(pred, k, timeout_seconds=timeout_s)), None)
-        if key is None:
-            counts[pred[1] if len(pred) > 1 else pred[0]] = 1
-        else:
-            counts[key] += 1
-    if not counts:
-        return False
-    majority = parse(f"\\boxed{{{max(counts, key=counts.get)}}}")
+def _same_within(a: str, b: str, timeout_s: int) -> bool:
+    """maj@k's equality: a comparison that runs out of time is not equal."""
     try:
-        return bool(majority) and any(verify(majority, gold, timeout_seconds=timeout_s) for gold in golds)
-    except Exception:  # noqa: BLE001  the official scores an exception 0
+        with _time_limit(timeout_s):
+            return _deepscaler_same(a, b)
+    except TimeoutError:
         return False
-
-
-# ---- shared -----------------------------------------------------------------------
-
-
-def _majority(items: list[Grade], answers: list, same, timeout_s: int) -> bool:
-    """maj@k under the grader's own equality: the largest cluster (the first on ties) is correct?"""
-    clusters: list[list[int]] = []
-    for i, answer in enumerate(answers):
-        if answer is None:
-            continue
-        for members in clusters:
-            try:
-                with _time_limit(timeout_s):
-                    joined = same(answers[members[0]], answer)
-            except TimeoutError:
-                joined = False
-            if joined:
-                members.append(i)
-                break
-        else:
-            clusters.append([i])
-    return bool(clusters) and items[max(clusters, key=len)[0]].correct
 
 
 @contextmanager
@@ -377,6 +298,3 @@ def _time_limit(seconds: int):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-GROUP_GRADERS = {"deepscaler": deepscaler_group, "siren_official": siren_group}  # verifier.grader -> grade a group
