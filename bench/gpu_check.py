@@ -21,6 +21,11 @@ Checks, one JSON line each:
   weights, gradient checkpointing) at the DisCO 1.5B recipe's largest loss
   call; peak memory against rlvr.memory's estimate.
 - checkpoint: rlvr.checkpoint's round trip with DeepSpeed, the CUDA RNG included.
+- grader_pool: the reward workers started from this CUDA torch process grade
+  correctly, with their own address space and limit.
+
+The loss calls are measured with rows as rollouts make them: a left-padded
+shorter prompt and responses of unequal lengths (an attention mask is built).
 """
 
 from __future__ import annotations
@@ -252,10 +257,8 @@ def loss_call(device, cpu: bool, recipe: str, name: str) -> None:
         model = arch(cfg).to(torch.bfloat16 if not cpu else torch.float32)
     model.gradient_checkpointing_enable()
     model.config.use_cache = False
-    g = torch.Generator().manual_seed(1)
-    prompt = torch.randint(10, shape.vocab, (prompt_len,), generator=g).tolist()
-    responses = [torch.randint(10, shape.vocab, (response_len,), generator=g).tolist() for _ in range(n)]
-    packed = pack([prompt] * n, responses, 0, group_size=n).to(device)
+    prompts, responses, size = unequal_rows(n, prompt_len, response_len, shape.vocab)
+    packed = pack(prompts, responses, 0, group_size=size).to(device)
     reset_peak(device)
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     t0 = time.perf_counter()
@@ -264,7 +267,7 @@ def loss_call(device, cpu: bool, recipe: str, name: str) -> None:
     out = evaluate_tokens(model, packed, t.temperature, entropies=needs.entropies,
                           grad_entropies=needs.grad_entropies, topp={"top_p": needs.topp[0], "top_k": needs.topp[1]})
     batch = PolicyBatch(logp=out["logp"], old_logp=out["logp"].detach(), mask=packed.response_mask,
-                        rewards=torch.tensor([float(i % 2) for i in range(n)], device=device), group_size=n,
+                        rewards=torch.tensor([float(i % 2) for i in range(n)], device=device), group_size=size,
                         max_response_len=t.max_response_tokens, entropy=out.get("entropy"),
                         topp_entropy=out.get("topp_entropy"), entropy_anchor=1.0)
     objective(hp.objective).loss(batch, hp).loss.backward()
@@ -274,10 +277,48 @@ def loss_call(device, cpu: bool, recipe: str, name: str) -> None:
     est = memory.budget(params, method, shape, 80 * GIB)
     grads = shape.params * 2 / GIB  # a plain backward keeps bf16 gradients (DeepSpeed buckets and shards them)
     emit(check="loss_call", recipe=recipe, method=name, model=f"{params.model.source} shape" if not cpu else f"tiny {arch.__name__}",
-         tokens=int(packed.attention_mask.sum()), seconds=round(seconds, 3),
+         rows=n, width=packed.input_ids.shape[1], tokens=int(packed.attention_mask.sum()), seconds=round(seconds, 3),
          peak_above_weights_gib=None if measured is None else round(measured, 3),
          estimate_activations_and_head_gib=round((est["update"]["activations"] + est["update"]["LM head"]) / GIB, 3),
          plain_backward_gradients_gib=round(grads, 3))
+
+
+def unequal_rows(n: int, prompt_len: int, response_len: int, vocab: int):
+    """A loss call's rows as rollouts make them: two groups (one for n < 4) whose
+    prompts differ in length, so the shorter is left-padded, and responses of
+    unequal lengths, the first at the full length so the call is as wide as the
+    estimate's; an attention mask is built, as in training. (prompts, responses,
+    group size)."""
+    g = torch.Generator().manual_seed(1)
+    groups = 2 if n >= 4 else 1
+    size = n // groups
+    prompts = [p for q in range(groups)
+               for p in [torch.randint(10, vocab, (prompt_len if q == 0 else prompt_len // 2,), generator=g).tolist()]
+               * size]
+    lengths = [response_len] + torch.randint(response_len // 4, response_len + 1, (n - 1,), generator=g).tolist()
+    return prompts, [torch.randint(10, vocab, (k,), generator=g).tolist() for k in lengths], size
+
+
+def check_grader_pool(device, cpu: bool) -> None:
+    """The reward workers started from this process, which has CUDA torch loaded
+    (gigabytes of address space: workers that inherited it could not import
+    math-verify under their limit, and every reward was 0): every correct answer
+    graded correct, no timeouts, and the workers' own size and limit."""
+    from rlvr.grading.pool import Verifier
+    from rlvr.grading.worker import address_space_bytes
+
+    groups = [([str(a * b)], [f"so the product is \\boxed{{{a * b}}}", f"\\boxed{{{a * b + 1}}}"])
+              for a in range(2, 12) for b in range(3, 7)]
+    t0 = time.perf_counter()
+    with Verifier(workers=4, timeout_s=5, group_timeout_s=60) as v:
+        grades = v.grade(groups)
+        info, counts = v.worker_info[0], v.counts.summary()
+    right = sum(g.items[0].correct and not g.items[1].correct for g in grades)
+    emit(check="grader_pool", ok=right == len(groups) and counts["timeouts"] == counts["errors"] == 0,
+         groups=len(groups), graded_right=right, **counts, seconds=round(time.perf_counter() - t0, 2),
+         caller_address_space_gib=round(address_space_bytes() / GIB, 2),
+         worker_address_space_gib=round(info["address_space"] / GIB, 2), worker_limit_gib=round(info["limit"] / GIB, 2),
+         worker_imported_torch=info["torch_loaded"])
 
 
 def check_padding_free(device, cpu: bool) -> None:
@@ -342,8 +383,8 @@ def check_checkpoint(device, cpu: bool) -> None:
          host_rng_restored=torch.equal(draws[1], again[1]), step=state["step"])
 
 
-CHECKS = {"objective_step": check_objective_steps, "lm_head": check_lm_head, "loss_call": check_loss_call,
-          "padding_free": check_padding_free, "checkpoint": check_checkpoint}
+CHECKS = {"grader_pool": check_grader_pool, "objective_step": check_objective_steps, "lm_head": check_lm_head,
+          "loss_call": check_loss_call, "padding_free": check_padding_free, "checkpoint": check_checkpoint}
 
 
 def main() -> int:

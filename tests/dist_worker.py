@@ -81,7 +81,8 @@ def main():
         prepare(params.data)
     distributed.init(60)
     distributed.barrier()
-    vllm = RolloutEngine(args.model, dtype="float32", max_model_len=512, kv_cache_gib=1, seed=ranks.rank)
+    vllm = RolloutEngine(args.model, dtype="float32", max_model_len=512, kv_cache_gib=1, seed=ranks.rank,
+                         sleep_mode=True)  # the GPU sequence: asleep during the update, woken by the push
     for name in METHODS if args.mode == "step" else ["grpo"]:
         tr = Trainer(params, method_config(params, name), args.model, out / name / f"w{ranks.world}",
                      out / name / "final", rollout_engine=vllm)
@@ -89,7 +90,8 @@ def main():
         if args.mode == "sample":
             got = tr.collector.collect(PhaseTimer()).groups
             (out / f"sample_rank{ranks.rank}.json").write_text(json.dumps(
-                {"ids": [g.record.id for g in got], "responses": [g.responses for g in got]}))
+                {"ids": [g.record.id for g in got], "responses": [g.responses for g in got],
+                 "executor": vllm.executor}))
         else:
             unit = share_unit(tr.settings, ranks.world)
             mine = ranks.share(fixed_groups(tr.tokenizer, tr.sampler.records), unit)

@@ -77,6 +77,7 @@ def test_ranks_sample_disjoint_questions_and_their_own_responses(tmp_path, tiny_
     r0, r1 = (json.loads((tmp_path / f"sample_rank{r}.json").read_text()) for r in (0, 1))
     assert len(r0["ids"]) == len(r1["ids"]) == 2 and not set(r0["ids"]) & set(r1["ids"])
     assert r0["responses"] != r1["responses"]
+    assert r0["executor"] == r1["executor"] == "ExecutorWithExternalLauncher"  # the executor of a GPU node
 
 
 def _spawned_pids(log: str) -> list[int]:

@@ -58,7 +58,8 @@ def setup(tmp_path_factory, tiny_model):
     tmp = tmp_path_factory.mktemp("train")
     params = parse_params(tiny_params(tmp))
     prepare(params.data)
-    engine = RolloutEngine(str(tiny_model), max_model_len=512, kv_cache_gib=1, seed=0)
+    # asleep during each update and woken by the push, as on a GPU (rlvr.rollout_engine)
+    engine = RolloutEngine(str(tiny_model), max_model_len=512, kv_cache_gib=1, seed=0, sleep_mode=True)
     yield params, engine, tmp
 
 

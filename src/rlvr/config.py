@@ -388,7 +388,12 @@ class TrainParams:
     max_bad_steps: int = 3  # consecutive non-finite updates before the run stops
     seed: int = 0
 
-
+    @property
+    def float32_gradients(self) -> bool:
+        """Gradients accumulate over a mini-batch's loss calls and reduce over
+        ranks in float32 (rlvr.train_engine), as verl keeps them: always, but for
+        a bf16 model without ZeRO, where DeepSpeed refuses float32 accumulation."""
+        return not self.bf16 or self.zero_stage > 0
 
 
 def check_train(where: str, t: TrainParams, params: Params, problems: list[str]) -> None:

@@ -1,6 +1,6 @@
 """Per-GPU memory of a recipe, estimated from the model's shape and the params.
 
-    python -m rlvr.memory params/disco_1.5b.yaml --gpu-gib 80
+    python -m rlvr.memory params/disco_1.5b.yaml            # 80 GB GPUs (79.2 GiB reported)
 
 prints, for every method of the recipe, what one GPU holds in its two phases:
 the rollout (the trainer's resident state beside vLLM's share) and the update
@@ -27,6 +27,7 @@ from rlvr.params import load_params
 from rlvr.policy import HEAD_BLOCK_LOGITS
 
 GIB = 1 << 30
+GPU_80GB_GIB = 79.2  # what torch.cuda.get_device_properties reports for an "80 GB" A100 or H100
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,15 @@ def model_shape(params: Params) -> ModelShape:
 
 
 # Fixed costs, in bytes.
-CUDA_OVERHEAD = 3 * GIB  # CUDA context, NCCL buffers, allocator slack
+CUDA_OVERHEAD = 3 * GIB  # CUDA contexts (the trainer's and vLLM's), allocator slack
+# One multi-rank NCCL communicator's buffers, worst case: with NVLS (NVLink SHARP, on by default
+# on H100/H200 SXM nodes) an 8-rank communicator can take about 1 GiB. A job of several ranks
+# holds two per GPU, both made before vLLM's memory snapshot, so outside gpu_memory_utilization:
+# DeepSpeed's world group and, under the external launcher, vLLM's data-parallel group of every
+# rank (its one-rank tensor- and pipeline-parallel groups make no communicator). NCCL_NVLS_ENABLE=0
+# takes the NVLS part away at some all-reduce bandwidth.
+NCCL_COMMUNICATOR = 1 * GIB
+NCCL_COMMUNICATORS = 2
 REDUCE_BUCKET = 200_000_000  # elements: DeepSpeed's reduce / all-gather bucket size (rlvr.train_engine.deepspeed_config)
 VLLM_ASLEEP = 1 * GIB  # what a sleeping engine keeps (CUDA graph pools, its allocator's slack)
 HEAD_BLOCK = HEAD_BLOCK_LOGITS  # float32 logits per LM-head row block on a GPU
@@ -133,6 +142,7 @@ def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: f
         # the fp32 gradient partition (ZeRO >= 2 shards it)
         "gradients": 4 * p / (world if t.zero_stage >= 2 else 1),
         "reference model": p * b if needs.reference_model else 0,
+        "NCCL": NCCL_COMMUNICATORS * NCCL_COMMUNICATOR if world > 1 else 0,
         "overhead": CUDA_OVERHEAD,
     }
     resident = sum(rows.values())
@@ -153,7 +163,8 @@ def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: f
             + shape.vocab * h * 4)  # the head's float32 gradient accumulator
     # the padded call's boolean attention mask, rows x width^2: largest with the widest rows
     mask = tokens * params.engine.max_model_len
-    update = {"buckets": 2 * REDUCE_BUCKET * b, "activations": activations, "attention mask": mask,
+    grad_bytes = 4 if t.float32_gradients else b  # the reduce buckets hold gradients in the reduction dtype
+    update = {"buckets": 2 * REDUCE_BUCKET * grad_bytes, "activations": activations, "attention mask": mask,
               "LM head": head, "vLLM asleep": VLLM_ASLEEP}
     rollout = {"vLLM": params.engine.gpu_memory_utilization * gpu_bytes}
     return {"resident": rows, "rollout": rollout, "update": update, "tokens": tokens,
@@ -166,12 +177,12 @@ def problems(params: Params, method: MethodConfig, est: dict, gpu_bytes: float) 
     out, name, gib = [], method.name, gpu_bytes / GIB
     if est["rollout_total"] > gpu_bytes:
         room = (gpu_bytes - est["resident_total"]) / gpu_bytes
-        out.append(f"methods.{name}: the rollout needs {est['rollout_total'] / GIB:.1f} GiB of {gib:.0f}: "
+        out.append(f"methods.{name}: the rollout needs {est['rollout_total'] / GIB:.1f} GiB of {gib:.1f}: "
                    f"the trainer keeps {est['resident_total'] / GIB:.1f} GiB beside vLLM's share; lower "
                    f"engine.gpu_memory_utilization ({params.engine.gpu_memory_utilization}) to at most "
                    f"{max(room, 0):.2f}, or raise train.zero_stage / the number of ranks")
     if est["update_total"] > gpu_bytes:
-        out.append(f"methods.{name}: the update needs {est['update_total'] / GIB:.1f} GiB of {gib:.0f}: its "
+        out.append(f"methods.{name}: the update needs {est['update_total'] / GIB:.1f} GiB of {gib:.1f}: its "
                    f"largest loss call holds {est['tokens']:,} tokens ({est['update']['activations'] / GIB:.1f} GiB "
                    "of activations); lower train.max_tokens_per_call (or train.micro_batch_questions without it) or "
                    "train.max_response_tokens, or turn on train.gradient_checkpointing")
@@ -188,7 +199,7 @@ def check(params: Params, gpu_bytes: float, shape: ModelShape | None = None,
         estimates[name] = budget(params, method, shape, gpu_bytes)
         found += problems(params, method, estimates[name], gpu_bytes)
     if found:
-        raise ConfigError(found, f"memory on a {gpu_bytes / GIB:.0f} GiB GPU")
+        raise ConfigError(found, f"memory on a {gpu_bytes / GIB:.1f} GiB GPU")
     return estimates
 
 
@@ -228,7 +239,8 @@ def format_budget(name: str, est: dict, gpu_bytes: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("params", nargs="?", default="params.yaml")
-    ap.add_argument("--gpu-gib", type=float, default=80.0, help="GPU memory in GiB (80: A100/H100; 141: H200)")
+    ap.add_argument("--gpu-gib", type=float, default=GPU_80GB_GIB,
+                    help=f"GPU memory in GiB, as the GPU reports it (default {GPU_80GB_GIB}: an 80 GB A100 or H100)")
     args = ap.parse_args(argv)
     gpu = args.gpu_gib * GIB
     try:

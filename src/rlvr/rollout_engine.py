@@ -18,6 +18,7 @@ the KV cache), as TRL and verl do.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -53,16 +54,24 @@ def _configure_env(kv_cache_gib: float) -> None:
 
 
 def engine_kwargs(model_path: str, dtype: str, max_model_len: int, enforce_eager: bool, seed: int,
-                  gpu_memory_utilization: float, sleep_mode: bool, cuda: bool) -> dict:
-    """vLLM's `LLM(...)` arguments. On CUDA: the external launcher (the rank's
-    GPU, the launcher's process group; RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR
-    and MASTER_PORT come from rlvr.distributed.init) and, for training, sleep mode."""
+                  gpu_memory_utilization: float, sleep_mode: bool, cuda: bool, world: int = 1) -> dict:
+    """vLLM's `LLM(...)` arguments. On CUDA, and on CPU under a launcher of
+    several ranks: the external launcher (the rank's device, the launcher's
+    process group; RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
+    come from rlvr.distributed.init), so CPU runs of several ranks drive the
+    executor a GPU node runs. On CUDA, for training, sleep mode (vLLM refuses
+    it on other platforms: ModelConfig, "Sleep mode is not supported")."""
     kwargs = dict(model=str(model_path), dtype=dtype, max_model_len=max_model_len, enforce_eager=enforce_eager,
                   seed=seed)
+    if cuda or world > 1:
+        kwargs["distributed_executor_backend"] = "external_launcher"
     if cuda:
-        kwargs.update(gpu_memory_utilization=gpu_memory_utilization, distributed_executor_backend="external_launcher",
-                      enable_sleep_mode=sleep_mode)
+        kwargs.update(gpu_memory_utilization=gpu_memory_utilization, enable_sleep_mode=sleep_mode)
     return kwargs
+
+
+# wake_up's tags, in the order the push needs them (vllm.v1.executor.abstract.SLEEP_TAGS)
+WAKE_WEIGHTS, WAKE_KV_CACHE = ["weights"], ["kv_cache"]
 
 
 class RolloutEngine:
@@ -74,11 +83,17 @@ class RolloutEngine:
 
         t0 = time.perf_counter()
         cuda = torch.cuda.is_available()
-        self.sleep_mode = sleep_mode and cuda  # vLLM's sleep mode needs its CUDA allocator
-        self.asleep = False
+        # On CPU the engine sleeps and wakes too: its workers' sleep and wake_up do nothing
+        # there, but the engine core and the executor run the same calls as on a GPU (the
+        # scheduler paused, the sleeping tags kept), so a CPU run proves the sequence.
+        self.sleep_mode, self.asleep = sleep_mode, False
+        if not cuda:
+            logging.getLogger("vllm.v1.worker.cpu_worker").setLevel(logging.ERROR)  # "not supported on CPU"
+        world = int(os.environ.get("WORLD_SIZE", "1"))
         self.llm = LLM(**engine_kwargs(model_path, dtype, max_model_len, enforce_eager, seed, gpu_memory_utilization,
-                                       self.sleep_mode, cuda))
+                                       sleep_mode, cuda, world))
         self.tokenizer = self.llm.get_tokenizer()
+        self.executor = type(self.llm.llm_engine.model_executor).__name__
         self.start_seconds = time.perf_counter() - t0
 
     @classmethod
@@ -95,8 +110,9 @@ class RolloutEngine:
                    gpu_memory_utilization=share, sleep_mode=sleep_mode)
 
     def sleep(self) -> None:
-        """Give the engine's GPU memory back until the next weight push (no-op on CPU).
-        Level 2: the weights are replaced by the push anyway, so none are kept."""
+        """Give the engine's GPU memory back until the next weight push (the
+        workers keep their memory on CPU). Level 2: the weights are replaced by
+        the push anyway, so none are kept."""
         if self.sleep_mode and not self.asleep:
             self.llm.sleep(level=2)
             self.asleep = True
@@ -134,14 +150,21 @@ class RolloutEngine:
         if self.asleep:
             # vLLM maps its memory outside PyTorch's caching allocator: hand back
             # what the update's peak left cached first (TRL and verl do the same).
-            torch.cuda.empty_cache()
-            self.llm.wake_up(tags=["weights"])
+            _empty_cache()
+            self.llm.wake_up(tags=WAKE_WEIGHTS)
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(weights)})
         if self.asleep:
-            torch.cuda.empty_cache()
-            self.llm.wake_up(tags=["kv_cache"])  # the scheduler resumes only once both are awake
+            _empty_cache()
+            if not self.llm.wake_up(tags=WAKE_KV_CACHE):  # the scheduler resumes only once both are awake
+                raise RuntimeError("vLLM is still asleep after waking its weights and KV cache: a generate "
+                                   "call would wait for good")
             self.asleep = False
         self.llm.reset_prefix_cache()
+
+
+def _empty_cache() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def load_safetensors(model_dir: str | Path) -> Iterable[tuple[str, torch.Tensor]]:

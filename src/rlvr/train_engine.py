@@ -27,7 +27,16 @@ def deepspeed_config(t, world: int) -> dict:
         "bf16": {"enabled": t.bf16},
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
+        **float32_gradients(t),
     }
+
+
+def float32_gradients(t) -> dict:
+    """DeepSpeed's settings for TrainParams.float32_gradients (its default for
+    both dtypes is the model's; ZeRO's optimizer takes them)."""
+    if not (t.bf16 and t.float32_gradients):
+        return {}
+    return {"data_types": {"grad_accum_dtype": "fp32"}, "communication_data_type": "fp32"}
 
 
 def adamw(model, t) -> torch.optim.AdamW:
