@@ -1,5 +1,7 @@
 """rlvr.memory: the per-GPU budget, against hand arithmetic and the recipes."""
 
+import dataclasses
+
 import pytest
 
 from conftest import REPO
@@ -105,3 +107,20 @@ def test_a_known_hub_model_wins_over_a_prepared_model_of_another_source(tmp_path
         '{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,'
         ' "intermediate_size": 128, "vocab_size": 1000, "tie_word_embeddings": true, "model_type": "llama"}')
     assert memory.model_shape(params) == memory.KNOWN_SHAPES["deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"]
+
+
+def test_the_docs_table_is_the_commands_output():
+    """docs/gpu.md's table of the recipes is `python -m rlvr.memory --table`, so its numbers cannot drift."""
+    table = memory.recipe_table(sorted((REPO / "params").glob("*.yaml")))
+    assert table in (REPO / "docs" / "gpu.md").read_text()
+
+
+def test_several_ranks_count_two_nccl_communicators_and_float32_buckets():
+    params = load_params(REPO / "params" / "disco_1.5b.yaml")
+    method = method_config(params, "grpo")
+    shape = memory.model_shape(params)
+    est = memory.budget(params, method, shape, 80 * memory.GIB)
+    assert est["resident"]["NCCL"] == 2 * memory.NCCL_COMMUNICATOR and params.launcher.world > 1
+    assert est["update"]["buckets"] == 2 * memory.REDUCE_BUCKET * 4  # bf16 model, float32 reduction
+    one = dataclasses.replace(params, launcher=dataclasses.replace(params.launcher, procs_per_node=1, nodes=1))
+    assert memory.budget(one, method, shape, 80 * memory.GIB)["resident"]["NCCL"] == 0

@@ -236,12 +236,47 @@ def format_budget(name: str, est: dict, gpu_bytes: float) -> str:
     return "\n".join(lines)
 
 
+TABLE_GPUS = {"80 GB": GPU_80GB_GIB, "141 GB": 140.0}  # columns of recipe_table: name, GiB the GPU reports
+
+
+def recipe_table(paths: list[Path]) -> str:
+    """The recipes' budgets as the markdown table docs/gpu.md shows (a test
+    keeps the two equal): the largest of each phase over a recipe's methods,
+    and the methods that do not fit each GPU."""
+    names = list(TABLE_GPUS)
+    rows = ["| recipe | model | loss call (tokens) | resident | rollout peak, " + " / ".join(names)
+            + " | update peak | " + " | ".join(names) + " |", "|---" * (6 + len(names)) + "|"]
+    for path in paths:
+        params = load_params(path)
+        if not params.extra.get("methods"):
+            continue
+        shape = model_shape(params)
+        methods = [method_config(params, m) for m in params.extra["methods"]]
+        est = {gib: [budget(params, m, shape, gib * GIB) for m in methods] for gib in TABLE_GPUS.values()}
+        first = est[GPU_80GB_GIB]
+        tokens = sorted({e["tokens"] for e in first})
+        rollout = " / ".join(f"{max(e['rollout_total'] for e in est[g]) / GIB:.1f}" for g in TABLE_GPUS.values())
+        verdicts = []
+        for gib in TABLE_GPUS.values():
+            out = [m.name for m, e in zip(methods, est[gib]) if problems(params, m, e, gib * GIB)]
+            verdicts.append(f"**no**: {', '.join(out)}" if out else "fits")
+        rows.append(f"| `{path.name}` | {shape.params / 1e9:.2f}B | {' / '.join(f'{t:,}' for t in tokens)} | "
+                    f"{max(e['resident_total'] for e in first) / GIB:.1f} | {rollout} | "
+                    f"{max(e['update_total'] for e in first) / GIB:.1f} | {' | '.join(verdicts)} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("params", nargs="?", default="params.yaml")
     ap.add_argument("--gpu-gib", type=float, default=GPU_80GB_GIB,
                     help=f"GPU memory in GiB, as the GPU reports it (default {GPU_80GB_GIB}: an 80 GB A100 or H100)")
+    ap.add_argument("--table", nargs="*", type=Path, metavar="RECIPE",
+                    help="print the recipes' table (GiB) instead, as docs/gpu.md shows it (default: params/*.yaml)")
     args = ap.parse_args(argv)
+    if args.table is not None:
+        print(recipe_table(args.table or sorted(Path("params").glob("*.yaml"))))
+        return 0
     gpu = args.gpu_gib * GIB
     try:
         params = load_params(args.params)

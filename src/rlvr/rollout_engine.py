@@ -143,6 +143,16 @@ class RolloutEngine:
             for out in outputs
         ]
 
+    def token_logprobs(self, prompt_ids: list[int], response_ids: list[int]) -> list[float]:
+        """The engine's log-prob of each response token after the prompt (vLLM's
+        prompt log-probs: the model's own, before any temperature)."""
+        from vllm import SamplingParams
+
+        out = self.llm.generate([{"prompt_token_ids": list(prompt_ids) + list(response_ids)}],
+                                SamplingParams(max_tokens=1, prompt_logprobs=0), use_tqdm=False)[0]
+        ids = list(prompt_ids) + list(response_ids)
+        return [out.prompt_logprobs[i][ids[i]].logprob for i in range(len(prompt_ids), len(ids))]
+
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Replace the engine's weights in place (no restart, KV cache reset);
         a sleeping engine wakes: its weight memory first, the KV cache after

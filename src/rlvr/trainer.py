@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 from rlvr import checkpoint, distributed
 from rlvr.config import Params, settings_hash
 from rlvr.data.records import read_records
+from rlvr.gpu_memory import PhaseMemory
 from rlvr.methods import MethodConfig
 from rlvr.objectives import registry
 from rlvr.grading.pool import Verifier
@@ -172,7 +173,7 @@ class Trainer:
         self.best = state.get("best")
         self.prune_snapshots()
         self._truncate_steps(state["step"])
-        self._push_weights()
+        self.push_weights()
         self._say(f"resumed from step {state['step']}")
         return state["step"]
 
@@ -214,22 +215,30 @@ class Trainer:
         return rows
 
     def _on_sigterm(self, signum, frame):
-        self._stop_signal = signum  # finish the step, checkpoint, then stop
+        self.request_stop(signum)
+
+    def request_stop(self, reason=signal.SIGTERM) -> None:
+        """Finish the step, checkpoint, then stop (TrainingStopped), as a scheduler's SIGTERM does."""
+        self._stop_signal = reason
 
     def step(self, step: int, groups: list[Group] | None = None) -> dict:
         """One rollout step. `groups` (this rank's share, already graded) skips
         the rollout: tests and benchmarks drive the update with them."""
-        timer, metrics = PhaseTimer(), StepMetrics()
+        timer, metrics, memory = PhaseTimer(), StepMetrics(), PhaseMemory(self.device)
         t0 = time.perf_counter()
         collected = self.collector.collect(timer) if groups is None else Collected(groups, 0, 0)
+        memory.rollout_done()
         lr = warmup_lr(step, self.settings.lr, self.settings.warmup_steps)
         for g in self.ds_engine.optimizer.param_groups:
             g["lr"] = lr
         self.rollout_engine.sleep()  # frees the GPU memory vLLM holds (KV cache, weights) for the update
         groups = training_groups(collected.groups, self.settings, self.ranks)
+        memory.update_starts()
         self.anchor, self.old_pass_groups = self.update.run(groups, self.sampler.position, self.anchor, metrics, timer)
+        memory.update_done()
+        metrics.maxima.update(memory.gib)
         with timer("weight_push"):
-            self._push_weights()  # wakes the engine with the new weights
+            self.push_weights()  # wakes the engine with the new weights
         metrics.add_groups(collected.groups)
         metrics.totals.update(rollout_tokens=collected.rollout_tokens, rollout_rounds=collected.rounds)
         metrics.maxima.update({f"time_{p}": timer.seconds[p] for p in PHASES})
@@ -270,7 +279,8 @@ class Trainer:
         self.best = {"step": step, "score": score}
         return True
 
-    def _push_weights(self) -> None:
+    def push_weights(self) -> None:
+        """This rank's weights into its rollout engine (waking it if asleep)."""
         with self._full_weights() as weights:
             self.rollout_engine.load_weights(weights)
 

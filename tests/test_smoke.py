@@ -1,0 +1,61 @@
+"""python -m rlvr.smoke: a recipe's real path for two steps, with a verdict per check."""
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from conftest import REPO, clean_env
+from rlvr.smoke import Report, check_push, trainer_logprobs
+
+
+@pytest.mark.slow
+def test_the_smoke_passes_every_check_of_a_recipe_on_cpu(tmp_path, base_model):
+    out = subprocess.run([sys.executable, "-m", "rlvr.smoke", "params/disco_1.5b.yaml", "--tokenizer", str(base_model),
+                          "--work", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=900,
+                         env=clean_env())
+    lines = [line for line in out.stdout.splitlines() if line[:4] in ("PASS", "FAIL", "INFO")]
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    verdicts = {line.split()[1]: line.split()[0] for line in lines}
+    assert {k: v for k, v in verdicts.items() if v != "INFO"} == {
+        "engine": "PASS", "grader": "PASS", "stop": "PASS", "push": "PASS", "resume": "PASS", "rewards": "PASS",
+        "validation": "PASS"}
+    assert "smoke: all checks passed" in out.stdout
+
+
+def _tiny_policy():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                        num_attention_heads=2, num_key_value_heads=1)).eval()
+
+
+class ServedCopy:
+    """An engine that serves a copy of the weights it was last pushed."""
+
+    def __init__(self, model):
+        self.model = _tiny_policy()
+        self.model.load_state_dict(model.state_dict())
+
+    def sleep(self):
+        pass
+
+    def token_logprobs(self, prompt, response):
+        return trainer_logprobs(SimpleNamespace(ds_engine=SimpleNamespace(module=self.model), device="cpu", pad_id=0),
+                                prompt, response)
+
+
+@pytest.mark.parametrize("push_reaches_the_engine", [True, False])
+def test_the_push_check_fails_when_the_engine_keeps_its_old_weights(push_reaches_the_engine):
+    model = _tiny_policy()
+    engine = ServedCopy(model)
+    push = (lambda: engine.model.load_state_dict(model.state_dict())) if push_reaches_the_engine else (lambda: None)
+    trainer = SimpleNamespace(ds_engine=SimpleNamespace(module=model), device="cpu", pad_id=0,
+                              settings=SimpleNamespace(zero_stage=0), push_weights=push)
+    prompt, response = [1, 5, 7, 9], list(range(20, 40))
+    report = Report(main=False)
+    check_push(trainer, engine, prompt, response, engine.token_logprobs(prompt, response), "float32", report)
+    assert report.failed == ([] if push_reaches_the_engine else ["push"])
