@@ -9,7 +9,8 @@ push into vLLM are not covered here: the update a rollout step ends with is.
 
 Checks, one JSON line each:
 - env: versions, the device, its memory.
-- objective_step: for every distinct objective setting of params/*.yaml, the
+- objective_step: for every distinct objective setting of params/*.yaml and
+  of the registered objectives' examples, the
   trainer's update (rlvr.update.PolicyUpdate: pi_old pass, loss calls,
   DeepSpeed's optimizer steps; ZeRO-2, bf16 on the GPU) on a tiny Qwen2 with
   the real 152k vocabulary: finite loss, weights moved, time, peak memory.
@@ -91,19 +92,24 @@ def synthetic_groups(n_groups: int, n: int, vocab: int, max_len: int, seed: int 
 
 
 def recipe_methods() -> dict[str, object]:
-    """Every distinct (objective, settings) of the recipes, by a readable name."""
+    """Every distinct (objective, settings) of the recipes, then of the
+    registered objectives' examples (an objective no recipe uses yet), by a
+    readable name."""
+    from rlvr.methods import MethodConfig, method_config
+    from rlvr.objectives.registry import examples
     from rlvr.params import load_params
-    from rlvr.methods import method_config
+    from rlvr.train_config import TrainParams
 
+    candidates = [(f"{path.stem}:{name}", method_config(params, name))
+                  for path in sorted((ROOT / "params").glob("*.yaml"))
+                  for params in [load_params(path)] for name in params.extra["methods"]]
+    candidates += [(f"example:{name}-{i}", MethodConfig(f"{name}-{i}", TrainParams(), hp)) for name, i, hp in examples()]
     seen, out = set(), {}
-    for path in sorted((ROOT / "params").glob("*.yaml")):
-        params = load_params(path)
-        for name in params.extra["methods"]:
-            m = method_config(params, name)
-            key = json.dumps(dataclasses.asdict(m.objective), sort_keys=True)
-            if key not in seen:
-                seen.add(key)
-                out[f"{path.stem}:{name}"] = m
+    for label, m in candidates:
+        key = json.dumps(dataclasses.asdict(m.objective), sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out[label] = m
     return out
 
 
@@ -114,7 +120,7 @@ def check_objective_steps(device, cpu: bool) -> None:
     from rlvr.objectives.registry import objective
     from rlvr.step_metrics import StepMetrics
     from rlvr.train_engine import adamw, deepspeed_config
-    from rlvr.trainer import PhaseTimer
+    from rlvr.step_metrics import PhaseTimer
     from rlvr.update import PolicyUpdate
 
     vocab = 151936
@@ -361,7 +367,7 @@ def check_checkpoint(device, cpu: bool) -> None:
     import deepspeed
 
     from rlvr import checkpoint
-    from rlvr.config import TrainParams
+    from rlvr.train_config import TrainParams
     from rlvr.distributed import Ranks
     from rlvr.train_engine import adamw, deepspeed_config
 

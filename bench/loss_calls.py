@@ -51,7 +51,8 @@ def main() -> int:
     from rlvr.params import load_params
     from rlvr.methods import method_config
     from rlvr.rollout_engine import RolloutEngine
-    from rlvr.trainer import PhaseTimer, Trainer
+    from rlvr.step_metrics import PhaseTimer
+    from rlvr.trainer import Trainer
 
     params = load_params(ROOT / "params.yaml")
     base = method_config(params, args.method)

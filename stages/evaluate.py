@@ -2,10 +2,8 @@
 (evaluate_checkpoint@<name>) or a trained run (evaluate@<method>-<seed>)."""
 
 import argparse
-import sys
 
-from rlvr.cli import params_or_exit, stage_timer
-from rlvr.config import ConfigError
+from rlvr.cli import exit_on_config_error, params_or_exit, stage_timer
 from rlvr.evaluation import evaluate_stage
 from rlvr.launch import relaunch
 from rlvr.runs import BASE, Run
@@ -18,11 +16,8 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=None, help="the trained run's seed (default: the first of `seeds`)")
     args = ap.parse_args()
     params = params_or_exit()
-    try:
+    with exit_on_config_error():
         relaunch(params)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
     if args.checkpoint is not None:
         run = Run(args.checkpoint, external=True)
     else:

@@ -2,13 +2,11 @@
 
 import argparse
 import dataclasses
-import sys
 
-from rlvr.cli import params_or_exit, stage_timer
-from rlvr.config import ConfigError
-from rlvr.methods import check_methods, method_config
+from rlvr.cli import exit_on_config_error, params_or_exit, stage_timer
 from rlvr.launch import relaunch
 from rlvr.memory import check_this_gpu
+from rlvr.methods import check_methods, method_config
 from rlvr.runs import Run
 from rlvr.train_stage import run_training
 
@@ -17,17 +15,16 @@ if __name__ == "__main__":
     ap.add_argument("--method", required=True)
     ap.add_argument("--seed", type=int, default=None, help="the run's seed (default: the first of `seeds`)")
     ap.add_argument("--model", default="models/base", help="initial checkpoint")
+    ap.add_argument("--fresh", action="store_true",
+                    help="start over when the run's checkpoint was made from other inputs (dvc repro does)")
     args = ap.parse_args()
     params = params_or_exit()
-    try:
+    with exit_on_config_error():
         check_methods(params)  # every method's objective settings, so a typo in the next one stops this one too
         method = method_config(params, args.method)
         check_this_gpu(params, args.method)  # before the ranks start: a recipe that cannot fit stops here
         relaunch(params)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
     run = Run(args.method, params.seeds[0] if args.seed is None else args.seed)
     method = dataclasses.replace(method, train=dataclasses.replace(method.train, seed=run.seed))
     with stage_timer(f"train@{run.name}") as summary:
-        summary.update(run_training(params, method, run, args.model))
+        summary.update(run_training(params, method, run, args.model, fresh=args.fresh))

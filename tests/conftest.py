@@ -82,18 +82,9 @@ def tiny_model(tmp_path_factory, base_model) -> Path:
     return out
 
 
-def every_setting(**values):
-    """One object holding every objective's settings at their defaults, with
-    `values`: what the pure loss functions read, for tests that call several
-    losses with one set of settings."""
-    import dataclasses
-    from types import SimpleNamespace
+@pytest.fixture(scope="session")
+def device_model():
+    """A tiny Llama whose weights report another device (tests/device_audit.py)."""
+    from device_audit import audit_model
 
-    from rlvr.objectives.registry import objectives
-
-    merged = {}
-    for spec in objectives().values():
-        merged.update(dataclasses.asdict(spec.params()))
-    unknown = set(values) - set(merged)
-    assert not unknown, f"no objective has the settings {sorted(unknown)}"
-    return SimpleNamespace(**{**merged, **values})
+    return audit_model()

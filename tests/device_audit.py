@@ -135,3 +135,96 @@ def to_device(module: torch.nn.Module) -> torch.nn.Module:
             if b is not None:
                 sub._buffers[name] = OnDevice(b.clone())
     return module
+
+
+# ---- an update under the audit ---------------------------------------------------------------------
+
+
+class PlainEngine:
+    """What the update needs of DeepSpeed's engine, for a plain module."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def backward(self, loss, scale_wrt_gas=True):
+        loss.backward()
+
+    def step(self):
+        pass
+
+
+def audit_model():
+    """A 2-layer Llama whose weights report the `meta` device (data on the CPU)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=128,
+                      tie_word_embeddings=True)
+    torch.manual_seed(0)
+    return to_device(LlamaForCausalLM(cfg).float())
+
+
+def groups(n_groups=4, n=4, seed=0):
+    from rlvr.rollout_groups import Group
+
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for q in range(n_groups):
+        prompt = torch.randint(3, 300, (5 + q,), generator=g).tolist()
+        responses = [torch.randint(3, 300, (int(torch.randint(2, 9, (1,), generator=g)),), generator=g).tolist()
+                     for _ in range(n)]
+        correct = [i % 2 == q % 2 for i in range(n)] if q < n_groups - 1 else [True] * n  # one all-equal group
+        out.append(Group(None, prompt, responses, [False] * n, [float(c) for c in correct], correct))
+    return out
+
+
+def update_for(model, hp, ref_model=None, **train):
+    """The trainer's update of objective settings `hp` on `model`, on the `meta` device."""
+    from rlvr.distributed import Ranks
+    from rlvr.objectives.registry import objective
+    from rlvr.train_config import TrainParams
+    from rlvr.update import PolicyUpdate
+
+    t = TrainParams(questions_per_step=4, responses_per_question=4, mini_batch_questions=2, micro_batch_questions=1,
+                    max_response_tokens=8, **train)
+    if ref_model is None and hp.needs().reference_model:
+        ref_model = model  # reference log-probs are a pass of their own on the device
+    return PolicyUpdate(PlainEngine(model), objective(hp.objective).loss, hp, t, pad_id=0, ranks=Ranks(),
+                        device=torch.device("meta"), ref_model=ref_model)
+
+
+# What may read a device value besides the non-finite-loss guard: the top-p probe of the
+# measured entropy (a data-dependent sort width), SIREN's anchor on its first step, KL-Cov's
+# and Clip-Cov's token budgets (official: a count of the batch's tokens).
+ALLOWED_SYNCS = {"update.py:_loss_call", "policy.py:topp_entropy", "siren.py:anchor_value", "kl_cov.py:kl_cov",
+                 "clip_cov.py:clip_cov"}
+
+
+def audited_update(model, hp, layout: str) -> None:
+    """The whole update of `hp`'s objective (pi_old pass, loss calls, backward)
+    on the device, with whole-group calls ("groups") or token-budget bins
+    ("token_bins"): no op mixes host and device tensors, and no host sync per
+    loss call beyond the non-finite-loss guard and ALLOWED_SYNCS."""
+    from rlvr.step_metrics import StepMetrics
+    from rlvr.step_metrics import PhaseTimer
+
+    whole = hp.needs().whole_groups  # a bin holds a whole group (4 responses of 16 tokens)
+    budget = {"max_tokens_per_call": 4 * 16 if whole else 30} if layout == "token_bins" else {}
+    update = update_for(model, hp, **budget)
+    metrics = StepMetrics()
+    anchor = None if hp.needs().anchor else 0.5
+    model.zero_grad()
+    with DeviceAudit() as audit:
+        anchor, _ = update.run(groups(), position=0, anchor=anchor, metrics=metrics, timer=PhaseTimer())
+    assert audit.mixed == [], audit.mixed
+    calls = metrics.totals["loss_calls"]
+    assert calls == 4 if layout == "groups" else calls >= 4  # 4 groups, one per call; or bins
+    ours = [s for s in audit.syncs if not s.startswith("library:")]  # transformers' own mask check is not ours
+    assert ours.count("update.py:_loss_call") == calls  # the non-finite-loss guard
+    assert set(ours) <= ALLOWED_SYNCS, sorted(set(ours) - ALLOWED_SYNCS)
+    row = metrics.reduce()  # read once per step
+    assert row["loss"] == row["loss"] and "kl" in row
+    assert all(p.grad is None or p.grad.device.type == "meta" for p in model.parameters())
+    assert any(p.grad is not None and p.grad.data_.abs().sum() > 0 for p in model.parameters())
+    if hp.needs().anchor:
+        assert anchor is not None and anchor > 0

@@ -20,7 +20,8 @@ from rlvr.params import parse_params
 from rlvr.data.prepare import prepare
 from rlvr.rollout_groups import Group, share_unit
 from rlvr.rollout_engine import RolloutEngine
-from rlvr.trainer import PhaseTimer, Trainer
+from rlvr.step_metrics import PhaseTimer
+from rlvr.trainer import Trainer
 
 METHODS = {
     "grpo": {"objective": "grpo"},

@@ -76,7 +76,7 @@ def test_sigkill_during_checkpoint_write(tmp_path):
 
 
 def test_settings_hash_changes_with_params():
-    from rlvr.config import settings_hash
+    from rlvr.schema import settings_hash
 
     assert settings_hash({"lr": 1e-5}) == settings_hash({"lr": 1e-5})
     assert settings_hash({"lr": 1e-5}) != settings_hash({"lr": 2e-5})
@@ -100,7 +100,7 @@ def test_disk_per_run_by_hand():
     adds a checkpoint and a waiting snapshot (34 GB). Keeping the snapshots of steps
     10 and 20 and the final model, each in runs/ or models/ and once more in a
     copying cache: 14 + 2 x 2 x 3 = 26 GB."""
-    from rlvr.config import TrainParams
+    from rlvr.train_config import TrainParams
     from rlvr.run_files import disk_per_run
 
     d = disk_per_run(10**9, TrainParams(steps=30, eval_every=10, bf16=True))

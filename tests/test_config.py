@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr.config import ConfigError
+from rlvr.schema import ConfigError
 from rlvr.methods import load_recipe, parse_recipe
 from rlvr.params import resolve_auto
 

@@ -134,12 +134,13 @@ def test_the_train_stage_depends_on_every_objective_module(tmp_path):
 
 
 def test_layers_have_no_back_edges():
-    """The params schema imports nothing else of rlvr, and the components the
-    update drives (the model's forward, the rollout engine and groups, the
-    loss-call plan) import no objective: what an objective needs reaches
-    them as values (ObjectiveParams.needs)."""
+    """The params schema imports nothing else of rlvr but its machinery, and
+    the components the update drives (the model's forward, the rollout engine
+    and groups, the loss-call plan) import no objective: what an objective
+    needs reaches them as values (ObjectiveParams.needs)."""
     rlvr = SRC / "rlvr"
-    assert closure(rlvr / "config.py") == set()
+    assert closure(rlvr / "schema.py") == set()
+    assert closure(rlvr / "config.py") == {rlvr / "__init__.py", rlvr / "schema.py"}
     for component in ("policy.py", "rollout_engine.py", "rollout_groups.py", "loss_calls.py", "params.py",
                       "evaluation.py"):
         assert not {f for f in closure(rlvr / component) if "objectives" in f.parts}, component
@@ -158,3 +159,57 @@ def test_bytecode_never_changes_a_directory_dep():
 
     assert ignored("src/rlvr/objectives/__pycache__/base.cpython-311.pyc")
     assert not ignored("src/rlvr/objectives/base.py")
+
+
+def import_cycles(root: Path) -> list[list[str]]:
+    """Cycles among the modules under `root` (a src/ directory), function-level
+    imports included; an import of a module's own package is not an edge (a
+    package is initialized before its modules run)."""
+    def module_file_under(name: str) -> Path | None:
+        base = root.joinpath(*name.split("."))
+        if (base / "__init__.py").exists():
+            return base / "__init__.py"
+        return base.with_suffix(".py") if base.with_suffix(".py").exists() else None
+
+    graph = {}
+    for f in root.rglob("*.py"):
+        packages = {p / "__init__.py" for p in f.parents if root in p.parents}
+        edges = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [f"{node.module}.{a.name}" for a in node.names] + [node.module] \
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+            for name in names:
+                target = module_file_under(name)
+                if target and target != f and target not in packages:
+                    edges.add(target)
+        graph[f] = edges
+    cycles, done = [], set()
+
+    def visit(node, path):
+        for nxt in graph.get(node, ()):
+            if nxt in path:
+                cycles.append([str(p.relative_to(root)) for p in path[path.index(nxt):]] + [str(nxt.relative_to(root))])
+            elif nxt not in done:
+                visit(nxt, path + [nxt])
+        done.add(node)
+
+    for start in sorted(graph):
+        if start not in done:
+            visit(start, [start])
+    return cycles
+
+
+def test_no_module_imports_itself_through_others():
+    """No import cycle in rlvr, counting the imports inside functions (the
+    graders once imported each other that way)."""
+    assert import_cycles(SRC) == []
+
+
+def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from pkg.b import g\n\ndef f():\n    return g()\n")
+    (pkg / "b.py").write_text("def g():\n    from pkg.a import f\n    return f\n")
+    assert import_cycles(tmp_path) == [["pkg/a.py", "pkg/b.py", "pkg/a.py"]]

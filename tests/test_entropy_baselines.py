@@ -10,22 +10,18 @@ import math
 import pytest
 import torch
 
-from conftest import every_setting
-
 from rlvr.objectives.base import PolicyBatch, seq_sum_norm, token_covariance
-from rlvr.objectives.clip_cov import batch_seed, clip_cov
-from rlvr.objectives.dr_grpo import dr_grpo
-from rlvr.objectives.entropy_adv import entropy_adv
-from rlvr.objectives.entropy_reg import entropy_reg
-from rlvr.objectives.forking_80_20 import forking_80_20, forking_mask
-from rlvr.objectives.kl_cov import kl_cov
+from rlvr.objectives.clip_cov import batch_seed
+from rlvr.objectives.forking_80_20 import forking_mask
 from rlvr.objectives.registry import objective, settings
 
 LN2 = math.log(2.0)
 
 
-def hp(**kw):
-    return every_setting(**kw)
+def loss(name: str, batch: PolicyBatch, generator=None, **kw):
+    """The registered objective's loss on `batch` with its settings and `kw`."""
+    fn = objective(name).loss
+    return fn(batch, settings(name, **kw)) if generator is None else fn(batch, settings(name, **kw), generator)
 
 
 def make_batch(logp, ratios, mask, rewards, n=2, max_len=4, **kw) -> PolicyBatch:
@@ -78,7 +74,7 @@ def entropy_reg_batch():
 
 def test_entropy_reg_hand_value():
     b = entropy_reg_batch()
-    out = entropy_reg(b, hp(entropy_coef=0.01, dual_clip=3.0))
+    out = loss("entropy_reg", b, entropy_coef=0.01, dual_clip=3.0)
     # policy: r0 (A=+.5): -min(1.5, 1.2)*.5 = -0.6, -0.9*.5 = -0.45
     #         r1 (A=-.5): max(.5*.5, .8*.5) = 0.4, 0.5, 0.55 (dual cap 1.5 not binding); r2, r3: A = 0
     #         sum 0.4 / (4 * 4) = 0.025
@@ -89,7 +85,7 @@ def test_entropy_reg_hand_value():
 
 def test_entropy_reg_gradient_flows_through_the_entropy():
     b = entropy_reg_batch()
-    (g,) = torch.autograd.grad(entropy_reg(b, hp(entropy_coef=0.01)).loss, b.entropy)
+    (g,) = torch.autograd.grad(loss("entropy_reg", b, entropy_coef=0.01).loss, b.entropy)
     # d/dH = -coef / (N * max_len) on each real token, 0 on padding
     assert torch.allclose(g, -0.01 / 16 * b.mask)
 
@@ -97,7 +93,7 @@ def test_entropy_reg_gradient_flows_through_the_entropy():
 def test_entropy_reg_all_equal_group_keeps_only_the_bonus():
     b = make_batch(logp=[[-1.0, -2.0]] * 2, ratios=[[1.3, 0.7]] * 2, mask=[[1.0, 1]] * 2, rewards=[1.0, 1],
                    max_len=2, entropy=torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
-    out = entropy_reg(b, hp(entropy_coef=0.1))
+    out = loss("entropy_reg", b, entropy_coef=0.1)
     assert out.loss.item() == pytest.approx(-0.1 * 10 / 4)
     (g,) = torch.autograd.grad(out.loss, b.logp)
     assert torch.count_nonzero(g) == 0
@@ -130,7 +126,7 @@ def test_token_covariance_hand_values():
 
 def test_clip_cov_detaches_the_band_tokens():
     b = cov_batch()
-    out = clip_cov(b, hp(cov_clip_ratio=0.2))  # budget int(0.2 * 12) = 2 = both candidates (cov 2 and 3)
+    out = loss("clip_cov", b, cov_clip_ratio=0.2)  # budget int(0.2 * 12) = 2 = both candidates (cov 2 and 3)
     # left: r0 3 * -0.55 = -1.65; r1 only t2 (A=-.5, rho 1) = 0.5 -> -1.15 / 16
     assert out.loss.item() == pytest.approx(-1.15 / 16, rel=1e-5)
     assert out.metrics["cov_clip_frac"] == pytest.approx(2 / 12)
@@ -143,7 +139,7 @@ def test_clip_cov_detaches_the_band_tokens():
 def test_clip_cov_skips_tokens_the_ppo_clip_already_clipped():
     # r1 t1 (cov 3) has rho 0.5 with A < 0: -clip(rho)A = 0.4 > -rho A = 0.25 -> clipped, not a candidate
     b = cov_batch(r1_ratios=(1.0, 0.5, 1.0))
-    out = clip_cov(b, hp(cov_clip_ratio=0.2))
+    out = loss("clip_cov", b, cov_clip_ratio=0.2)
     # only t0 is detached: r0 -1.65; r1 t1 0.4 (clipped value), t2 0.5 -> -0.75 / 16
     assert out.loss.item() == pytest.approx(-0.75 / 16, rel=1e-5)
     assert out.metrics["cov_candidates"] == 1.0
@@ -151,12 +147,12 @@ def test_clip_cov_skips_tokens_the_ppo_clip_already_clipped():
 
 def test_clip_cov_empty_band_is_the_plain_clipped_loss():
     b = cov_batch()
-    out = clip_cov(b, hp(cov_clip_bounds_low=10.0, cov_clip_bounds_high=20.0))
+    out = loss("clip_cov", b, cov_clip_bounds_low=10.0, cov_clip_bounds_high=20.0)
     # nothing selected: -1.65 + 3 * 0.5 = -0.15 over 16, = dr_grpo (no dual clip in either)
     assert out.loss.item() == pytest.approx(-0.15 / 16, rel=1e-5)
-    assert out.loss.item() == pytest.approx(dr_grpo(cov_batch(), hp()).loss.item(), rel=1e-6)
+    assert out.loss.item() == pytest.approx(loss("dr_grpo", cov_batch()).loss.item(), rel=1e-6)
     # bounds are strict: a band ending exactly at 2 excludes cov = 2
-    assert clip_cov(cov_batch(), hp(cov_clip_ratio=0.2, cov_clip_bounds_low=2.0)).metrics["cov_candidates"] == 1.0
+    assert loss("clip_cov", cov_batch(), cov_clip_ratio=0.2, cov_clip_bounds_low=2.0).metrics["cov_candidates"] == 1.0
 
 
 def test_clip_cov_random_choice_is_seeded_and_pure():
@@ -165,7 +161,7 @@ def test_clip_cov_random_choice_is_seeded_and_pure():
     seen = set()
     for seed in range(20):
         b = cov_batch()
-        out = clip_cov(b, hp(), generator=torch.Generator().manual_seed(seed))
+        out = loss("clip_cov", b, generator=torch.Generator().manual_seed(seed))
         assert out.loss.item() == pytest.approx((-1.65 + 1.0) / 16, rel=1e-5)
         (g,) = torch.autograd.grad(out.loss, b.logp)
         zeros = tuple(i for i in range(2) if g[1, i] == 0)
@@ -176,7 +172,7 @@ def test_clip_cov_random_choice_is_seeded_and_pure():
     grads = []
     for _ in range(3):
         b = cov_batch()
-        (g,) = torch.autograd.grad(clip_cov(b, hp()).loss, b.logp)
+        (g,) = torch.autograd.grad(loss("clip_cov", b).loss, b.logp)
         grads.append(g)
     assert all(torch.equal(grads[0], g) for g in grads)
     assert batch_seed(cov_batch()) == batch_seed(cov_batch()) != batch_seed(cov_batch((1.0, 0.5, 1.0)))
@@ -185,11 +181,11 @@ def test_clip_cov_random_choice_is_seeded_and_pure():
 def test_clip_cov_all_equal_group_and_empty_mask():
     b = make_batch(logp=[[-1.0, -5.0]] * 2, ratios=[[1.1, 0.9]] * 2, mask=[[1.0, 1]] * 2, rewards=[0.0, 0],
                    max_len=2)
-    out = clip_cov(b, hp(cov_clip_bounds_low=-1.0))  # cov = 0 everywhere, inside (-1, 5)
+    out = loss("clip_cov", b, cov_clip_bounds_low=-1.0)  # cov = 0 everywhere, inside (-1, 5)
     assert out.loss.item() == 0.0
     empty = make_batch(logp=[[-1.0, -1.0]] * 2, ratios=[[1.0, 1.0]] * 2, mask=[[0.0, 0]] * 2, rewards=[1.0, 0],
                        max_len=2)
-    assert clip_cov(empty, hp()).loss.item() == 0.0
+    assert loss("clip_cov", empty).loss.item() == 0.0
 
 
 # ---- KL-Cov ------------------------------------------------------------------------------------------
@@ -197,21 +193,21 @@ def test_clip_cov_all_equal_group_and_empty_mask():
 def test_kl_cov_hand_value_and_no_ppo_clip():
     # r1 ratios [1.2, 0.5, 1.0]; covariances as in cov_batch: top-1 is r1 t1 (cov 3)
     b = cov_batch(r1_ratios=(1.2, 0.5, 1.0))
-    out = kl_cov(b, hp())  # k = max(1, int(12 * 2e-4)) = 1
+    out = loss("kl_cov", b)  # k = max(1, int(12 * 2e-4)) = 1
     # -rho A (no clipping): r0 3 * -0.55 = -1.65; r1 .5*1.2 = 0.6, .5*.5 = 0.25 (clipped would be 0.4), 0.5
     # + |log 0.5| = ln 2 on r1 t1
     assert out.loss.item() == pytest.approx((-1.65 + 0.6 + 0.25 + 0.5 + LN2) / 16, rel=1e-5)
     # k = int(12 * 0.2) = 2 adds t0 (cov 2): + ln 1.2
-    out2 = kl_cov(cov_batch(r1_ratios=(1.2, 0.5, 1.0)), hp(kl_cov_ratio=0.2, kl_cov_coef=0.5))
+    out2 = loss("kl_cov", cov_batch(r1_ratios=(1.2, 0.5, 1.0)), kl_cov_ratio=0.2, kl_cov_coef=0.5)
     assert out2.loss.item() == pytest.approx((-0.3 + 0.5 * (LN2 + math.log(1.2))) / 16, rel=1e-5)
     assert out2.metrics["kl_cov_frac"] == pytest.approx(2 / 12)
 
 
 def test_kl_cov_gradient_of_the_kl_term_only_on_selected_tokens():
     b = cov_batch(r1_ratios=(1.2, 0.5, 1.0))
-    (g,) = torch.autograd.grad(kl_cov(b, hp()).loss, b.logp)
+    (g,) = torch.autograd.grad(loss("kl_cov", b).loss, b.logp)
     b0 = cov_batch(r1_ratios=(1.2, 0.5, 1.0))
-    (g0,) = torch.autograd.grad(kl_cov(b0, hp(kl_cov_coef=0.0)).loss, b0.logp)
+    (g0,) = torch.autograd.grad(loss("kl_cov", b0, kl_cov_coef=0.0).loss, b0.logp)
     # d/dlogp coef * |logp - old| = coef * sign(log 0.5) = -1 on r1 t1, over 16
     expected = torch.zeros(4, 3)
     expected[1, 1] = -1.0 / 16
@@ -222,20 +218,20 @@ def test_kl_cov_gradient_of_the_kl_term_only_on_selected_tokens():
 
 def test_kl_cov_ignores_padding_and_handles_edge_cases():
     b = cov_batch(r1_ratios=(1.2, 0.5, 1.0))
-    ref = kl_cov(b, hp()).loss.item()
+    ref = loss("kl_cov", b).loss.item()
     # add a padded column whose token would have the largest covariance if it were counted
     logp = torch.cat([b.logp.detach(), torch.tensor([[-1.0], [-50.0], [-1.0], [-1.0]])], 1).requires_grad_()
     ratios = torch.cat([torch.exp(b.logp.detach() - b.old_logp), torch.full((4, 1), 3.0)], 1)
     padded = PolicyBatch(logp=logp, old_logp=logp.detach() - ratios.log(),
                          mask=torch.cat([b.mask, torch.zeros(4, 1)], 1), rewards=b.rewards, group_size=2,
                          max_response_len=4)
-    assert kl_cov(padded, hp()).loss.item() == pytest.approx(ref, rel=1e-6)
+    assert loss("kl_cov", padded).loss.item() == pytest.approx(ref, rel=1e-6)
     # all-equal rewards: cov = 0 everywhere, -rho A = 0, one token still gets |log rho| = 0.1
     eq = make_batch(logp=[[-1.0, -2.0]] * 2, ratios=[[math.exp(0.1)] * 2] * 2, mask=[[1.0, 1]] * 2,
                     rewards=[1.0, 1], max_len=2)
-    assert kl_cov(eq, hp()).loss.item() == pytest.approx(0.1 / 4, rel=1e-5)
+    assert loss("kl_cov", eq).loss.item() == pytest.approx(0.1 / 4, rel=1e-5)
     empty = make_batch(logp=[[-1.0]] * 2, ratios=[[2.0]] * 2, mask=[[0.0]] * 2, rewards=[1.0, 0], max_len=1)
-    assert kl_cov(empty, hp()).loss.item() == 0.0
+    assert loss("kl_cov", empty).loss.item() == 0.0
 
 
 # ---- Entropy-Adv -------------------------------------------------------------------------------------
@@ -253,19 +249,19 @@ def entropy_adv_batch():
 
 
 def test_entropy_adv_hand_value_kappa_1_with_dual_clip():
-    out = entropy_adv(entropy_adv_batch(), hp(dual_clip=3.0))
+    out = loss("entropy_adv", entropy_adv_batch(), dual_clip=3.0)
     # bonus min(0.4 H, |A|/1): r0 [0.4, 0.2] -> A' [0.9, 0.7]; r1 [min(.8,.5), .1, .4] -> A' [0, -0.4, -0.1]
     # r0: -min(1.5*.9, 1.2*.9) = -1.08; -0.9*.7 = -0.63
     # r1: A' = 0 -> 0; rho 1: 0.4; rho 5, A' = -.1: max(0.5, 0.12) = 0.5, dual cap 3*.1 = 0.3 -> 0.3
     # r2, r3: A = 0 -> bonus min(., 0) = 0 -> 0
     assert out.loss.item() == pytest.approx((-1.08 - 0.63 + 0.4 + 0.3) / 16, rel=1e-5)
     # without the dual clip the rho-5 token costs 0.5
-    assert entropy_adv(entropy_adv_batch(), hp()).loss.item() == pytest.approx((-1.08 - 0.63 + 0.4 + 0.5) / 16,
+    assert loss("entropy_adv", entropy_adv_batch()).loss.item() == pytest.approx((-1.08 - 0.63 + 0.4 + 0.5) / 16,
                                                                                rel=1e-5)
 
 
 def test_entropy_adv_hand_value_kappa_2():
-    out = entropy_adv(entropy_adv_batch(), hp(dual_clip=3.0, entropy_adv_kappa=2.0))
+    out = loss("entropy_adv", entropy_adv_batch(), dual_clip=3.0, entropy_adv_kappa=2.0)
     # |A|/2 = 0.25: r0 bonus [0.25, 0.2] -> A' [0.75, 0.7]; r1 [0.25, 0.1, 0.25] -> A' [-0.25, -0.4, -0.25]
     # r0: -min(1.125, 0.9) = -0.9; -0.63.  r1: max(.125, .2) = 0.2; 0.4; max(1.25, .3) capped at .75
     assert out.loss.item() == pytest.approx((-0.9 - 0.63 + 0.2 + 0.4 + 0.75) / 16, rel=1e-5)
@@ -273,12 +269,12 @@ def test_entropy_adv_hand_value_kappa_2():
 
 def test_entropy_adv_entropy_carries_no_gradient():
     b = entropy_adv_batch()
-    out = entropy_adv(b, hp())
+    out = loss("entropy_adv", b)
     g_h, g_lp = torch.autograd.grad(out.loss, [b.entropy, b.logp], allow_unused=True)
     assert g_h is None or torch.count_nonzero(g_h) == 0
     assert g_lp.abs().sum() > 0
     with pytest.raises(ValueError):
-        entropy_adv(entropy_adv_batch(), hp(entropy_adv_kappa=0.0))
+        loss("entropy_adv", entropy_adv_batch(), entropy_adv_kappa=0.0)
 
 
 def test_entropy_adv_keeps_the_sign_and_zero_groups():
@@ -287,7 +283,7 @@ def test_entropy_adv_keeps_the_sign_and_zero_groups():
     b = PolicyBatch(logp=logp, old_logp=logp.detach(), mask=torch.ones(6, 5),
                     rewards=torch.tensor([1.0, 0, 0, 1, 1, 1]), group_size=3, max_response_len=5,
                     entropy=torch.rand(6, 5) * 1.5)
-    (g,) = torch.autograd.grad(entropy_adv(b, hp()).loss, logp)
+    (g,) = torch.autograd.grad(loss("entropy_adv", b).loss, logp)
     # at rho = 1 the token loss is -A' rho, so A' = -g * N * T. With kappa = 1 the bonus is in [0, |A|]:
     # A > 0 -> A <= A' <= 2A; A < 0 -> A <= A' <= 0 (never flips); the all-correct group has A' = 0
     shaped = -g * 30
@@ -330,7 +326,7 @@ def test_forking_mask_per_response_and_per_batch():
 
 def test_forking_80_20_hand_value_and_gradient_only_on_selected_tokens():
     b = forking_batch()
-    out = forking_80_20(b, hp(dual_clip=3.0))
+    out = loss("forking_80_20", b, dual_clip=3.0)
     # r0 t3 (A +.5, rho 1.1): -0.55; r1 t0 (A -.5, rho 0.9): max(.45, .45) = 0.45; over 4 * 4
     assert out.loss.item() == pytest.approx((-0.55 + 0.45) / 16, rel=1e-5)
     assert out.metrics["forking_frac"] == pytest.approx(2 / 12)
@@ -343,7 +339,7 @@ def test_forking_80_20_hand_value_and_gradient_only_on_selected_tokens():
 
 
 def test_forking_80_20_batch_scope():
-    out = forking_80_20(forking_batch(), hp(forking_scope="batch"))
+    out = loss("forking_80_20", forking_batch(), forking_scope="batch")
     # adds r2 t0 (A -.5, rho 1.1): max(.55, .55) = 0.55
     assert out.loss.item() == pytest.approx((-0.55 + 0.45 + 0.55) / 16, rel=1e-5)
 
@@ -351,9 +347,9 @@ def test_forking_80_20_batch_scope():
 def test_forking_80_20_empty_selection_and_empty_response():
     b = make_batch(logp=[[-1.0, -1.0], [-1.0, -1.0]], ratios=[[1.1, 1.1]] * 2, mask=[[1.0, 1], [0, 0]],
                    rewards=[1.0, 0], max_len=2, entropy=torch.tensor([[2.0, 2.0], [1.0, 9.0]]))
-    out = forking_80_20(b, hp())
+    out = loss("forking_80_20", b)
     assert out.loss.item() == 0.0 and out.metrics["forking_frac"] == 0.0
-    assert forking_80_20(b, hp(forking_scope="batch")).loss.item() == 0.0
+    assert loss("forking_80_20", b, forking_scope="batch").loss.item() == 0.0
 
 
 # ---- all of them -------------------------------------------------------------------------------------
@@ -367,7 +363,8 @@ def test_finite_with_an_empty_response_and_wild_padding(name):
     b = PolicyBatch(logp=logp, old_logp=torch.full((2, 3), -1.5), mask=torch.tensor([[1.0, 1, 0], [0, 0, 0]]),
                     rewards=torch.tensor([1.0, 0.0]), group_size=2, max_response_len=3,
                     entropy=torch.tensor([[1.0, 2.0, 1e4], [1e4, 1e4, 1e4]]))
-    out = objective(name).loss(b, hp(entropy_coef=0.01))
+    coef = {"entropy_coef": 0.01} if "entropy_coef" in objective(name).params.__dataclass_fields__ else {}
+    out = objective(name).loss(b, settings(name, **coef))
     assert torch.isfinite(out.loss)
     (g,) = torch.autograd.grad(out.loss, logp)
     assert torch.isfinite(g).all() and torch.count_nonzero(g[1]) == 0 and g[0, 2] == 0
@@ -378,11 +375,11 @@ def test_needs_max_response_len(name):
     b = entropy_reg_batch()
     b.max_response_len = 0
     with pytest.raises(ValueError):
-        objective(name).loss(b, hp())
+        objective(name).loss(b, settings(name))
 
 
 @pytest.mark.parametrize("name", ["entropy_reg", "entropy_adv", "forking_80_20"])
 def test_entropy_objectives_say_what_they_miss(name):
     b = cov_batch()
     with pytest.raises(ValueError, match="entropy"):
-        objective(name).loss(b, hp())
+        objective(name).loss(b, settings(name))

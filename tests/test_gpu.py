@@ -16,6 +16,7 @@ import torch
 
 from rlvr.methods import method_config
 from rlvr.params import parse_params
+from test_trainer import ALL_METHODS  # every registered objective with its first example
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -51,18 +52,14 @@ def test_weight_push_into_a_sleeping_engine(cuda_engine, tiny_model):
     cuda_engine.load_weights(load_safetensors(tiny_model))
 
 
-@pytest.mark.parametrize("name", ["grpo", "dr_grpo", "dapo", "disco_logl", "discob_lratio", "siren", "entropy_reg",
-                                  "clip_cov", "kl_cov", "entropy_adv", "forking_80_20"])
+@pytest.mark.parametrize("name", list(ALL_METHODS))
 def test_trainer_step_on_cuda(cuda_engine, tiny_model, tmp_path, name):
-    from test_trainer import ALL_METHODS, tiny_params
+    from test_trainer import tiny_params
 
     from rlvr.data.prepare import prepare
     from rlvr.trainer import Trainer
 
-    methods = {**ALL_METHODS, "entropy_reg": {"objective": "entropy_reg", "entropy_coef": 0.005},
-               "clip_cov": {"objective": "clip_cov"}, "kl_cov": {"objective": "kl_cov"},
-               "entropy_adv": {"objective": "entropy_adv"}, "forking_80_20": {"objective": "forking_80_20"}}
-    raw = tiny_params(tmp_path, methods)
+    raw = tiny_params(tmp_path, ALL_METHODS)
     raw["train"].update({"bf16": True, "zero_stage": 2})
     params = parse_params(raw)
     prepare(params.data)

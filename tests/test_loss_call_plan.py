@@ -2,7 +2,7 @@
 
 import pytest
 
-from rlvr.config import TrainParams
+from rlvr.train_config import TrainParams
 from rlvr.rollout_groups import Group
 from rlvr.loss_calls import fill_bins, padded_tokens, plan_calls, rows_of, split_to
 

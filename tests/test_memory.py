@@ -6,7 +6,7 @@ import pytest
 
 from conftest import REPO
 from rlvr import memory
-from rlvr.config import ConfigError
+from rlvr.schema import ConfigError
 from rlvr.params import load_params
 from rlvr.methods import method_config
 

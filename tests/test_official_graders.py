@@ -3,7 +3,7 @@ code decides, and where they part from ours."""
 
 import pytest
 
-from rlvr.config import ConfigError
+from rlvr.schema import ConfigError
 from rlvr.grading.deepscaler import deepscaler_group, grade_mathd, grade_sympy, last_boxed
 from rlvr.grading.siren import siren_group
 from rlvr.params import parse_params

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr.config import ConfigError, PromptParams, TrainPromptParams
+from rlvr.config import PromptParams, TrainPromptParams
+
+from rlvr.schema import ConfigError
 from rlvr.data import sources
 from rlvr.data.prepare import drop_long_prompts
 from rlvr.data.prompts import build_prompt, prompt_token_ids

@@ -12,7 +12,7 @@ import torch
 import yaml
 
 from conftest import REPO
-from rlvr.config import TrainParams
+from rlvr.train_config import TrainParams
 from rlvr.rollout_groups import shaped_rewards
 from rlvr.methods import method_config
 from rlvr.objectives.base import ObjectiveParams, PolicyBatch
@@ -35,11 +35,11 @@ def test_disco_table_rows_are_graded_as_the_disco_runs_were(recipe):
     """deepscaler_reward_fn gives 1 / 0 to every method of DisCO's table, DAPO's
     row too (its +1 / -1 is verl's DAPO recipe: only dapo_full, outside the table, keeps it)."""
     params = load_params(recipe)
-    rewards = {name: method_config(params, name).objective.incorrect_reward for name in params.extra["methods"]}
+    rewards = {name: method_config(params, name).train.incorrect_reward for name in params.extra["methods"]}
     assert {n: r for n, r in rewards.items() if n != "dapo_full"} == {n: 0.0 for n in rewards if n != "dapo_full"}
     assert rewards.get("dapo_full", -1.0) == -1.0
     if "dapo" in rewards:
-        assert method_config(params, "dapo").objective.overlong_buffer == 1024  # DisCO's overlong_buffer_len
+        assert method_config(params, "dapo").train.overlong_buffer == 1024  # DisCO's overlong_buffer_len
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
@@ -95,18 +95,21 @@ def test_every_objective_param_of_a_recipe_changes_the_loss(recipe):
     raw = yaml.safe_load(recipe.read_text())
     for name, entry in raw["methods"].items():
         base = settings(entry["objective"], **{k: v for k, v in entry.items() if k not in TRAIN_KEYS | {"objective"}})
+        rollout = TrainParams(max_response_tokens=16, **{k: v for k, v in entry.items() if k in ROLLOUT_KEYS})
         for key, value in entry.items():
-            if key in ("objective", "dynamic_sampling_rounds") or key in TRAIN_KEYS:
+            if key in ("objective", "dynamic_sampling_rounds", "dynamic_sampling"):
+                continue
+            if key in ROLLOUT_KEYS:  # train settings of the rollout side: they change the rewards
+                correct, lengths = [True, False, False], [4, 15, 16]
+                changed = dataclasses.replace(rollout, **{key: perturbed(value)})
+                assert shaped_rewards(correct, lengths, changed) != shaped_rewards(correct, lengths, rollout), \
+                    (recipe.stem, name, key)
+                continue
+            if key in TRAIN_KEYS:
                 continue
             changed = dataclasses.replace(base, **{key: perturbed(value)})
             if key in ("entropy_top_p", "entropy_top_k"):
                 assert topp_value(changed) != pytest.approx(topp_value(base), rel=1e-9), (recipe.stem, name, key)
-                continue
-            if key in ROLLOUT_KEYS:
-                correct, lengths = [True, False, False], [4, 15, 16]
-                before = shaped_rewards(correct, lengths, base, 16)
-                assert shaped_rewards(correct, lengths, changed, 16) != before or \
-                    key == "dynamic_sampling", (recipe.stem, name, key)
                 continue
             # Token shares (Clip-Cov, KL-Cov 2e-4, 80/20 top 20%) need a large batch with log-probs as
             # spread as real ones: the loss must change on the small or on the large fixed batch.

@@ -9,7 +9,6 @@ import math
 
 import pytest
 import torch
-from conftest import every_setting
 
 from rlvr.objectives.base import PolicyBatch
 from rlvr.objectives.registry import settings
@@ -35,19 +34,19 @@ def batch(anchor=1.0) -> PolicyBatch:
     ("full", "all", (3 + 5) / 2),    # abla_only_anchor: full entropy, every token
 ])
 def test_each_ablation_regularizes_the_entropy_its_name_says(measure, mask, expected):
-    hp = every_setting(entropy_measure=measure, token_mask=mask)
+    hp = settings("siren", entropy_measure=measure, token_mask=mask)
     agg = regularized_entropy({"entropy": FULL, "topp_entropy": TOPP}, MASK, hp)
     assert agg.item() == pytest.approx(expected)
 
 
 def test_without_the_anchor_the_regularizer_is_a_bonus():
     coef = 0.005
-    anchored = siren(batch(anchor=1.0), every_setting(entropy_coef=coef, dual_clip=3.0))
-    bonus = siren(batch(anchor=None), every_setting(entropy_coef=coef, dual_clip=3.0, anchored=False))
+    anchored = siren(batch(anchor=1.0), settings("siren", entropy_coef=coef, dual_clip=3.0))
+    bonus = siren(batch(anchor=None), settings("siren", entropy_coef=coef, dual_clip=3.0, anchored=False))
     policy = anchored.loss.item() - coef * (1.5 - 1.0) ** 2
     assert bonus.loss.item() == pytest.approx(policy - coef * 1.5, rel=1e-6)
     b = batch(anchor=None)
-    out = siren(b, every_setting(entropy_coef=coef, anchored=False))
+    out = siren(b, settings("siren", entropy_coef=coef, anchored=False))
     (g,) = torch.autograd.grad(out.loss, b.topp_entropy)
     # descent raises the kept token's entropy: -coef * (1 / kept tokens) / responses
     assert torch.allclose(g, torch.tensor([[0.0, -coef / 2], [0.0, 0.0]]))
@@ -55,7 +54,7 @@ def test_without_the_anchor_the_regularizer_is_a_bonus():
 
 def test_the_regularized_entropy_carries_the_gradient():
     b = batch()
-    out = siren(b, every_setting(entropy_coef=1.0, entropy_measure="full", token_mask="all"))
+    out = siren(b, settings("siren", entropy_coef=1.0, entropy_measure="full", token_mask="all"))
     g_full, g_topp = torch.autograd.grad(out.loss, [b.entropy, b.topp_entropy], allow_unused=True)
     # (agg - 1)^2 with agg = (3 + 5) / 2 = 4: d/dF = 2 * 3 * (1/2 per token of r0 | 1 for r1's) / 2 responses
     assert torch.allclose(g_full, torch.tensor([[1.5, 1.5], [3.0, 0.0]]))

@@ -4,7 +4,7 @@ accumulate over a mini-batch's loss calls and reduce in float32."""
 import pytest
 import torch
 
-from rlvr.config import TrainParams
+from rlvr.train_config import TrainParams
 from rlvr.train_engine import adamw, deepspeed_config
 
 CALLS = 8

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from conftest import REPO, copy_repo
-from rlvr.config import ConfigError
+from rlvr.schema import ConfigError
 from rlvr.methods import method_config, parse_recipe
 from rlvr.params import parse_params
 
@@ -25,19 +25,19 @@ pytestmark = pytest.mark.slow
 TINY_TRAIN = {"steps": 2, "questions_per_step": 2, "responses_per_question": 2, "mini_batch_questions": 2,
               "micro_batch_questions": 1, "max_response_tokens": 16, "checkpoint_every": 1, "lr": 1e-4}
 
-ALL_METHODS = {
-    "grpo": {"objective": "grpo", "kl_coef": 0.01},
-    "grpo_er": {"objective": "grpo_er", "entropy_coef": 0.01},
-    "dr_grpo": {"objective": "dr_grpo"},
-    "dapo": {"objective": "dapo", "clip_high": 0.28, "dynamic_sampling": True, "dynamic_sampling_rounds": 1,
-             "overlong_buffer": 4},
-    "disco_logl": {"objective": "disco", "score": "logl", "form": "dro", "tau": 10.0},
-    "disco_lratio": {"objective": "disco", "score": "lratio", "form": "dro", "tau": 1.0},
-    "discob_logl": {"objective": "disco", "score": "logl", "form": "basic"},
-    "discob_lratio": {"objective": "disco", "score": "lratio", "form": "basic"},
-    "siren": {"objective": "siren", "dual_clip": 3.0, "entropy_coef": 0.005},
-    "trpa": {"objective": "trpa"},
-}
+def objectives_as_methods() -> dict[str, dict]:
+    """Each registered objective as a method, with the first example its module
+    declares (the contract's two-step training), plus GRPO with a reference
+    model and DAPO with its rollout side."""
+    from rlvr.objectives.registry import objectives
+
+    methods = {name: {"objective": name, **spec.examples[0]} for name, spec in objectives().items()}
+    return {**methods, "grpo_kl": {"objective": "grpo", "kl_coef": 0.01},
+            "dapo_sampling": {"objective": "dapo", "clip_high": 0.28, "dynamic_sampling": True,
+                              "dynamic_sampling_rounds": 1, "overlong_buffer": 4}}
+
+
+ALL_METHODS = objectives_as_methods()
 
 
 def tiny_params(tmp_path: Path, methods=None):
@@ -64,7 +64,8 @@ def setup(tmp_path_factory, tiny_model):
 
 
 @pytest.mark.parametrize("name", list(ALL_METHODS))
-def test_two_steps_of_every_method(setup, tiny_model, name):
+def test_two_steps_of_every_objective(setup, tiny_model, name):
+    from rlvr.objectives.registry import objective
     from rlvr.trainer import Trainer
 
     params, engine, tmp = setup
@@ -73,11 +74,10 @@ def test_two_steps_of_every_method(setup, tiny_model, name):
     rows = trainer.train()
     assert [r["step"] for r in rows] == [1, 2]
     # every key the objective returns is recorded (DisCO's kl_active, GRPO's kl_ref, ...)
-    own = {"disco": {"disco_j", "kl_penalty", "kl_active"}, "siren": {"siren_entropy", "siren_reg", "clip_frac"},
-           "grpo_er": {"entropy_bonus", "clip_frac"},
-           "trpa": {"trpa_pairs", "trpa_preference", "trust_region_kl"}}.get(method.objective.objective, {"clip_frac"})
-    if method.objective.objective == "grpo" and method.objective.needs().reference_model:
-        own = own | {"kl_ref"}
+    from test_objective_contract import mini_batch, needed_only
+
+    hp = method.objective
+    own = objective(hp.objective).loss(needed_only(mini_batch(), hp.needs()), hp).metrics.keys()
     for r in rows:
         for key in ("reward_mean", "entropy", "topp_entropy", "kl", "zero_variance_groups", "all_correct_groups",
                     "all_wrong_groups", "perplexity", "response_length",
@@ -88,7 +88,7 @@ def test_two_steps_of_every_method(setup, tiny_model, name):
     assert (tmp / "models" / name / "model.safetensors").exists()
     state = json.loads((tmp / "runs" / name / "checkpoint" / "trainer_state.json").read_text())
     assert state["step"] == 2 and state["data_position"] >= 4
-    if name == "siren":
+    if hp.needs().anchor:
         assert state["entropy_anchor"] is not None and state["entropy_anchor"] >= 0
     with open(tmp / "runs" / name / "steps.csv") as f:
         assert [int(r["step"]) for r in csv.DictReader(f)] == [1, 2]
@@ -115,7 +115,8 @@ def _one_step(params, method, model, engine, run_dir, groups, full_old_pass: boo
 @pytest.fixture(scope="module")
 def fixed_groups(setup, tiny_model, tmp_path_factory):
     """One step's rollouts, with a reward signal in every group whatever was sampled."""
-    from rlvr.trainer import PhaseTimer, Trainer
+    from rlvr.step_metrics import PhaseTimer
+    from rlvr.trainer import Trainer
 
     params, engine, _ = setup
     tmp = tmp_path_factory.mktemp("probe")
@@ -305,15 +306,18 @@ def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
     assert [r["step"] for r in rows] == [1, 2]  # not resumed from step 1
 
 
-def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_path):
+def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_path, request):
     import torch
-    from rlvr.objectives.base import LossOutput, PolicyTermParams
-    from rlvr.objectives.registry import register
+    from rlvr.objectives.base import LossOutput
+    from rlvr.objectives.policy_term import PolicyTermParams
+    from rlvr.objectives.registry import register, unregister
     from rlvr.trainer import Trainer, TrainingStopped
 
-    @register("nan_loss_for_a_test", PolicyTermParams)
+    @register("nan_loss_for_a_test", PolicyTermParams, examples=({},))
     def nan_loss(batch, p):
         return LossOutput(batch.logp.sum() * float("nan"), {})
+
+    request.addfinalizer(lambda: unregister("nan_loss_for_a_test"))
 
     params, engine, _ = setup
     params = copy.deepcopy(params)
@@ -417,7 +421,8 @@ THROWAWAY = '''
 """A throwaway objective: GRPO's policy term at half weight, with an entropy it reads."""
 from dataclasses import dataclass
 
-from rlvr.objectives.base import LossOutput, Needs, PolicyTermParams, advantages, policy_term
+from rlvr.objectives.base import LossOutput, Needs
+from rlvr.objectives.policy_term import PolicyTermParams, policy_term
 from rlvr.objectives.registry import register
 
 
@@ -434,20 +439,22 @@ class HalvedParams(PolicyTermParams):
             problems.append(f"'{where}.weight' must be > 0")
 
 
-@register("halved_grpo", HalvedParams)
+@register("halved_grpo", HalvedParams, examples=({}, {"weight": 0.25}))
 def halved_grpo(batch, p):
-    assert batch.entropy is not None  # asked for through needs()
-    loss, metrics = policy_term(batch, advantages(batch), p, "seq-mean-token-mean")
+    if batch.entropy is None:  # asked for through needs()
+        raise ValueError("halved_grpo reads the entropy")
+    loss, metrics = policy_term(batch, p)
     return LossOutput(p.weight * loss, {**metrics, "halved_weight": loss.detach() * 0 + p.weight})
 '''
 
 
-def test_a_new_objective_is_one_module_and_a_params_entry(setup, tiny_model, tmp_path, monkeypatch):
+def test_a_new_objective_is_one_module_and_a_params_entry(setup, tiny_model, tmp_path, monkeypatch, request):
     """An objective written in a package of its own trains without an edit to
     rlvr: its module registers it, the params entry names it, its settings
     are checked by its own dataclass and the trainer computes what it needs."""
     import importlib
 
+    from rlvr.objectives.registry import unregister
     from rlvr.trainer import Trainer
 
     package = tmp_path / "extra_objectives"
@@ -456,6 +463,7 @@ def test_a_new_objective_is_one_module_and_a_params_entry(setup, tiny_model, tmp
     (package / "halved.py").write_text(THROWAWAY)
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.import_module("extra_objectives.halved")
+    request.addfinalizer(lambda: unregister("halved_grpo"))
 
     params, engine, _ = setup
     params = copy.deepcopy(params)

@@ -7,16 +7,24 @@ import sys
 import time
 from contextlib import contextmanager
 
-from rlvr.config import ConfigError, Params
+from rlvr.config import Params
 from rlvr.params import load_params
+from rlvr.schema import ConfigError
 
 
-def params_or_exit(path: str = "params.yaml") -> Params:
+@contextmanager
+def exit_on_config_error():
+    """A ConfigError inside ends the stage with its message and exit status 2 (no traceback)."""
     try:
-        return load_params(path)
+        yield
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+
+
+def params_or_exit(path: str = "params.yaml") -> Params:
+    with exit_on_config_error():
+        return load_params(path)
 
 
 @contextmanager

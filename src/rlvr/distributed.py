@@ -131,3 +131,13 @@ def close() -> None:
 def _device() -> torch.device:
     """Where a collective's tensor must be: NCCL reduces on the rank's GPU."""
     return ranks_from_env().device if torch.distributed.get_backend() == "nccl" else torch.device("cpu")
+
+
+def share_cpu_cores(ranks: Ranks, procs_per_node: int) -> None:
+    """CPU ranks of one node split its cores, so they do not oversubscribe it
+    (torch's threads and vLLM's OpenMP binding); nothing on a GPU or one rank."""
+    if torch.cuda.is_available() or ranks.world == 1:
+        return
+    cores = cpu_threads(procs_per_node)
+    torch.set_num_threads(len(cores))
+    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, cores)))

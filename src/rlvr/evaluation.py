@@ -20,13 +20,14 @@ from pathlib import Path
 
 from rlvr import distributed
 from rlvr.atomic import write_json
-from rlvr.config import ConfigError, EvalParams, Params, PromptParams, ValidationParams, settings_hash, unknown_name
+from rlvr.config import EvalParams, Params, PromptParams, ValidationParams
 from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record, read_records, write_jsonl
 from rlvr.eval_metrics import mean_over, summarize
 from rlvr.grading.grades import GroupGrade
 from rlvr.grading.pool import Verifier
 from rlvr.run_files import SNAPSHOTS  # written by the trainer beside the final model
+from rlvr.schema import ConfigError, settings_hash, unknown_name
 
 BY_STEP = "by_step.json"  # per-snapshot metrics, kept across reruns of the stage
 
@@ -114,6 +115,14 @@ class Evaluator:
             model_path, params.engine, params.model.dtype, seed=params.engine.seed + self.ranks.rank,
             gpu_memory_utilization=params.eval.gpu_memory_utilization, max_model_len=params.eval.max_model_len)
         self.tokenizer = self.rollout_engine.tokenizer
+
+    @classmethod
+    def validation(cls, params: Params, model_path: str, rollout_engine, prompt: PromptParams) -> "Evaluator":
+        """The trainer's validation: the problems held out of the training mixture
+        with the validation profile and the training prompt, in its own engine."""
+        held_out = read_records(params.data.validation_file)
+        return cls(params, model_path, rollout_engine, sets={"validation": held_out}, profile=params.validation,
+                   prompt=prompt)
 
     def settings_id(self) -> str:
         """What evaluation results depend on besides the weights."""
@@ -285,11 +294,9 @@ def model_source(params: Params, run) -> str | Path:
 def evaluate_stage(params: Params, run) -> dict:
     """The evaluate stage: evaluate `run` (rlvr.runs.Run) on every rank, track
     it on rank 0; returns the one-line summary."""
-    from contextlib import nullcontext
-
-    from rlvr.tracking import Tracker, dataset_input
-
     import torch
+
+    from rlvr.tracking import NullTracker, Tracker, dataset_input
 
     ranks = distributed.ranks_from_env()
     if ranks.world > 1 or torch.cuda.is_available():  # CUDA: vLLM's external launcher joins this process group
@@ -299,10 +306,10 @@ def evaluate_stage(params: Params, run) -> dict:
               "run": run.name, "model_path": str(model_source(params, run)), "ranks": ranks.world,
               "external": run.external}
     tracker = Tracker.for_stage(params, f"evaluate@{run.name}", model=run.method, logged=logged) \
-        if ranks.main else None
-    with tracker or nullcontext():
+        if ranks.main else NullTracker()
+    with tracker:
         result = run_evaluation(model_source(params, run), params, run.eval_dir)
-        if tracker is None:
+        if not ranks.main:
             return {}
         for name in ("arithmetic", *params.data.benchmarks):
             tracker.log_dataset(dataset_input(params.data.eval_dir / f"{name}.jsonl", "eval"))

@@ -13,7 +13,9 @@ import os
 import sys
 from pathlib import Path
 
-from rlvr.config import ConfigError, LauncherParams
+from rlvr.config import LauncherParams
+
+from rlvr.schema import ConfigError
 
 
 def under_launcher() -> bool:

@@ -21,10 +21,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlvr.config import ConfigError, Params
+from rlvr.config import Params
+
 from rlvr.methods import MethodConfig, method_config
 from rlvr.params import load_params
 from rlvr.policy import HEAD_BLOCK_LOGITS
+from rlvr.schema import ConfigError
 
 GIB = 1 << 30
 GPU_80GB_GIB = 79.2  # what torch.cuda.get_device_properties reports for an "80 GB" A100 or H100

@@ -11,19 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlvr.config import (
-    ConfigError,
-    Params,
-    TrainParams,
-    build,
-    check_rank_shares,
-    check_token_budget,
-    method_entry,
-    unknown_name,
-)
+from rlvr.config import Params
 from rlvr.objectives.base import ObjectiveParams
 from rlvr.objectives.registry import objectives
 from rlvr.params import core_params, read_yaml
+from rlvr.schema import ConfigError, build, unknown_name
+from rlvr.train_config import TrainParams, check_rank_shares, check_token_budget, method_entry
 
 
 @dataclass
@@ -96,5 +89,3 @@ def check_with_objective(where: str, t: TrainParams, hp: ObjectiveParams, params
         if t.mini_batch_questions >= 1 and t.mini_batch_questions % params.launcher.world:
             check_rank_shares(where, t, params.launcher.world, problems, needs_groups=hp.objective)
         check_token_budget(where, t, params.engine.max_model_len, problems, needs_groups=hp.objective)
-    if hp.overlong_buffer >= t.max_response_tokens:
-        problems.append(f"'{where}.overlong_buffer' must be below train.max_response_tokens")

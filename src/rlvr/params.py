@@ -14,9 +14,10 @@ from pathlib import Path
 import yaml
 
 from rlvr import hardware
-from rlvr.config import (DATASET_SYSTEM, EXTRA_SECTIONS, ConfigError, Params, build, check_params, method_entry,
-                         unknown_name)
+from rlvr.config import DATASET_SYSTEM, EXTRA_SECTIONS, Params, ReportParams, check_params
 from rlvr.data.names import BENCHMARKS, CHAT_TURN_SETS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
+from rlvr.schema import ConfigError, build, unknown_name
+from rlvr.train_config import method_entry
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:
@@ -73,6 +74,7 @@ def core_params(raw: dict, problems: list[str]) -> Params | None:
         return params
     for name in methods:
         method_entry(params, name, problems)
+    build(ReportParams, extra.get("report") or {}, "report.", problems)
     check_ablations(extra.get("report") or {}, methods, problems)
     check_checkpoints(extra.get("checkpoints"), methods, problems)
     return params

@@ -79,12 +79,12 @@ def overlong_penalty(lengths: torch.Tensor, max_len: int, buffer: int) -> torch.
     return torch.where(lengths > max_len, -torch.ones_like(lengths), penalty)
 
 
-def shaped_rewards(correct: list[bool], lengths: list[int], objective, max_len: int) -> list[float]:
-    """1 for a correct answer, `objective.incorrect_reward` (0; DAPO -1) otherwise,
-    plus DAPO's overlong penalty when `objective.overlong_buffer` > 0."""
-    rewards = torch.tensor([1.0 if c else objective.incorrect_reward for c in correct])
-    if objective.overlong_buffer > 0:
-        rewards = rewards + overlong_penalty(torch.tensor(lengths), max_len, objective.overlong_buffer)
+def shaped_rewards(correct: list[bool], lengths: list[int], train) -> list[float]:
+    """1 for a correct answer, `train.incorrect_reward` (0; DAPO -1) otherwise,
+    plus DAPO's overlong penalty when `train.overlong_buffer` > 0."""
+    rewards = torch.tensor([1.0 if c else train.incorrect_reward for c in correct])
+    if train.overlong_buffer > 0:
+        rewards = rewards + overlong_penalty(torch.tensor(lengths), train.max_response_tokens, train.overlong_buffer)
     return rewards.tolist()
 
 
@@ -118,19 +118,19 @@ class Collected:
 class RolloutCollector:
     """Samples, grades and shapes one step's groups on this rank."""
 
-    def __init__(self, rollout_engine, verifier, tokenizer, prompt, settings, objective, sampler: QuestionSampler,
+    def __init__(self, rollout_engine, verifier, tokenizer, prompt, settings, sampler: QuestionSampler,
                  ranks: distributed.Ranks):
-        """`settings`: the method's TrainParams; `objective`: its objective's params (the rewards it sees)."""
+        """`settings`: the method's TrainParams (its rollout side: the rewards the objective sees)."""
         self.rollout_engine, self.verifier, self.tokenizer, self.prompt = rollout_engine, verifier, tokenizer, prompt
-        self.settings, self.objective, self.sampler, self.ranks = settings, objective, sampler, ranks
+        self.settings, self.sampler, self.ranks = settings, sampler, ranks
 
     def collect(self, timer) -> Collected:
         B, U = self.settings.questions_per_step, share_unit(self.settings, self.ranks.world)
-        if not self.objective.dynamic_sampling:
+        if not self.settings.dynamic_sampling:
             groups, tokens = self.rollout(self.ranks.share(self.sampler.next(B), U), timer)
             return Collected(groups, tokens, 1)
         kept, leftover, tokens, rounds = [], [], 0, 0
-        for rounds in range(1, self.objective.dynamic_sampling_rounds + 2):
+        for rounds in range(1, self.settings.dynamic_sampling_rounds + 2):
             # Round the refill up to whole units so it splits evenly over the ranks.
             need = -(-(B - len(kept)) // U) * U
             mine, n_tok = self.rollout(self.ranks.share(self.sampler.next(need), U), timer)
@@ -158,7 +158,7 @@ class RolloutCollector:
             lengths = [len(c.token_ids) for c in comps]
             groups.append(Group(rec, comps[0].prompt_token_ids, [c.token_ids for c in comps],
                                 [c.truncated for c in comps],
-                                shaped_rewards(correct, lengths, self.objective, self.settings.max_response_tokens),
+                                shaped_rewards(correct, lengths, self.settings),
                                 correct))
             tokens += sum(lengths)
         return groups, tokens

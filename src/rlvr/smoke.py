@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    from rlvr.config import ConfigError
+    from rlvr.schema import ConfigError
     from rlvr.launch import relaunch, under_launcher
     from rlvr.methods import method_config, parse_recipe
 

@@ -11,13 +11,28 @@ copied to the host once, in `reduce`: one sync per step, not one per value.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
+from contextlib import contextmanager
 
 import torch
 
 from rlvr import distributed
 
 PHASES = ("rollout", "reward", "old_logprobs", "update", "weight_push")
+
+
+class PhaseTimer:
+    """Seconds per phase of a step: `with timer("rollout"): ...` adds to seconds["rollout"]."""
+
+    def __init__(self):
+        self.seconds = defaultdict(float)
+
+    @contextmanager
+    def __call__(self, name: str):
+        t0 = time.perf_counter()
+        yield
+        self.seconds[name] += time.perf_counter() - t0
 
 
 class StepMetrics:

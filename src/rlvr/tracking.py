@@ -19,6 +19,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlvr.digests import tree_md5
+
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # a model-training experiment
 PIPELINE_KEY = "rlvr.pipeline"
 RUNS_VIEW = "runs"  # the shared view the runs-table URL opens (experiment tag mlflow.sharedViewState.<this>)
@@ -94,25 +96,6 @@ def flatten(d: dict, prefix: str = "") -> dict[str, str]:
         else:
             out[key] = str(v)[:500]
     return out
-
-
-def file_md5(path: str | Path) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def tree_md5(path: str | Path) -> str:
-    """One md5 over a file or a directory's files (relative names and contents)."""
-    path = Path(path)
-    if path.is_file():
-        return file_md5(path)
-    h = hashlib.md5()
-    for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        h.update(f"{f.relative_to(path)}:{file_md5(f)}\n".encode())
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -245,6 +228,22 @@ class Tracker:
 
     def __exit__(self, exc_type, *rest) -> None:
         self.close("FAILED" if exc_type else "FINISHED")
+
+
+class NullTracker:
+    """What ranks other than 0 (and runs without a store) track: nothing, with
+    Tracker's methods, so callers never ask whether they have a tracker."""
+
+    enabled, run_id = False, None
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+    def __enter__(self) -> "NullTracker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
 
 
 def main(argv=None) -> int:

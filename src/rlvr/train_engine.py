@@ -7,6 +7,8 @@ steps the optimizer when told (engine.step()).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 
 from rlvr.memory import REDUCE_BUCKET
@@ -66,3 +68,25 @@ def policy_engines(model_path: str, t, reference: bool, world: int, device: torc
         ref_model.requires_grad_(False)
     engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, t), config=deepspeed_config(t, world))
     return engine, ref_model
+
+
+def warmup_lr(step: int, lr: float, warmup_steps: int) -> float:
+    """The learning rate of rollout step `step` (0-based): linear warm-up over
+    `warmup_steps` rollout steps, then constant. As in verl's constant schedule
+    with warm-up, stepped once per rollout step after the update, the first
+    step runs at 0 (factors 0, 1/W, ..., (W-1)/W, then 1)."""
+    return lr if warmup_steps <= 0 else lr * min(1.0, step / warmup_steps)
+
+
+@contextmanager
+def full_weights(engine, zero_stage: int):
+    """(name, tensor) of the engine's module, whole on this rank (ZeRO-3 gathers
+    its partitions first: every rank must enter together)."""
+    module = engine.module
+    if zero_stage == 3:
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(list(module.parameters())):
+            yield [(n, p.detach().clone()) for n, p in module.state_dict().items()]
+    else:
+        yield ((n, p.detach()) for n, p in module.state_dict().items())

@@ -22,30 +22,30 @@ Rank 0 alone writes steps.csv, MLflow, snapshots and the final model
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
 import random
 import shutil
 import signal
 import time
-from collections import defaultdict
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
 from rlvr import checkpoint, distributed
-from rlvr.config import Params, settings_hash
+from rlvr.config import Params
 from rlvr.data.records import read_records
+from rlvr.digests import file_md5
 from rlvr.gpu_memory import PhaseMemory
+from rlvr.grading.pool import Verifier
 from rlvr.methods import MethodConfig
 from rlvr.objectives import registry
-from rlvr.grading.pool import Verifier
 from rlvr.rollout_groups import Collected, Group, QuestionSampler, RolloutCollector, training_groups
 from rlvr.run_files import Snapshots, StepLog
-from rlvr.step_metrics import PHASES, StepMetrics
-from rlvr.train_engine import policy_engines
+from rlvr.schema import settings_hash
+from rlvr.step_metrics import PHASES, PhaseTimer, StepMetrics
+from rlvr.tracking import NullTracker
+from rlvr.train_outputs import RunOutputs
+from rlvr.train_engine import full_weights, policy_engines, warmup_lr
 from rlvr.update import PolicyUpdate
 
 
@@ -53,36 +53,16 @@ class TrainingStopped(RuntimeError):
     pass
 
 
-class PhaseTimer:
-    def __init__(self):
-        self.seconds = defaultdict(float)
-
-    @contextmanager
-    def __call__(self, name: str):
-        t0 = time.perf_counter()
-        yield
-        self.seconds[name] += time.perf_counter() - t0
+class StaleCheckpoint(RuntimeError):
+    """The run's checkpoint was made from other inputs, and nothing said to start over."""
 
 
-def warmup_lr(step: int, lr: float, warmup_steps: int) -> float:
-    """The learning rate of rollout step `step` (0-based): linear warm-up over
-    `warmup_steps` rollout steps, then constant. As in verl's constant schedule
-    with warm-up, stepped once per rollout step after the update, the first
-    step runs at 0 (factors 0, 1/W, ..., (W-1)/W, then 1)."""
-    return lr if warmup_steps <= 0 else lr * min(1.0, step / warmup_steps)
-
-
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()[:16]
-
-
-class Trainer:
+class Trainer(RunOutputs):
     def __init__(self, params: Params, method: MethodConfig, model_path: str, run_dir: str | Path,
-                 final_dir: str | Path, tracker=None, rollout_engine=None, steps_file: str | Path | None = None):
+                 final_dir: str | Path, tracker=None, rollout_engine=None, steps_file: str | Path | None = None,
+                 fresh_on_change: bool = True):
+        """`fresh_on_change`: a checkpoint made from other inputs is deleted (saying
+        which inputs changed) and training starts over; False: StaleCheckpoint."""
         self.params, self.method = params, method
         self.settings, self.objective = method.train, method.objective  # TrainParams, the objective's params
         self.prompt = params.prompt.for_training()
@@ -90,12 +70,12 @@ class Trainer:
         self.ckpt_dir = self.run_dir / "checkpoint"
         self.steps_file = Path(steps_file) if steps_file else self.run_dir / "steps.csv"
         self.step_log = StepLog(self.steps_file)
-        self.tracker = tracker
+        self.tracker = tracker or NullTracker()
         self.ranks = distributed.ranks_from_env()
         self.anchor: float | None = None  # the objective's constant from its first step (Needs.anchor)
         self.bad_in_a_row = 0
         self._stop_signal = None
-        self.rollout_engine = rollout_engine
+        self.rollout_engine, self.fresh_on_change = rollout_engine, fresh_on_change
         self.validator = None  # an Evaluator on the held-out problems, built on the first validation
         self.best: dict | None = None  # the best validation so far: {"step", "score"}
 
@@ -107,7 +87,7 @@ class Trainer:
 
         self.ranks = distributed.init(self.params.launcher.timeout_s)
         self.device = self.ranks.device  # this rank's GPU (cuda:LOCAL_RANK), or the CPU
-        self._share_cpu()
+        distributed.share_cpu_cores(self.ranks, self.params.launcher.procs_per_node)
         # vLLM runs in-process and samples from the global torch generator, so
         # the global seed is the rank's rollout seed: one seed would make every
         # rank draw the same responses.
@@ -116,10 +96,10 @@ class Trainer:
         random.seed(rollout_seed)
         train_file = self.params.data.train_dir / "train.jsonl"
         self.sampler = QuestionSampler(read_records(train_file), self.settings.seed)
-        self.hash = settings_hash(dataclasses.asdict(self.settings), dataclasses.asdict(self.objective),
-                                  self.model_path, file_digest(train_file), dataclasses.asdict(self.prompt),
-                                  self.ranks.world, *self._validation_settings(self.params.data.validation_file))
+        self.identity = self.run_identity(train_file)
+        self.hash = settings_hash(self.identity)
         self.snapshots = Snapshots(self.run_dir / "snapshots", self.hash)
+        state = self._usable_state()  # before any engine is built: a refused checkpoint costs nothing
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         needs = self.objective.needs()
@@ -135,36 +115,46 @@ class Trainer:
                                                             sleep_mode=True)
         self.verifier = Verifier.from_params(self.params)
         self.collector = RolloutCollector(self.rollout_engine, self.verifier, self.tokenizer, self.prompt,
-                                          self.settings, self.objective, self.sampler, self.ranks)
-        return self._resume()
+                                          self.settings, self.sampler, self.ranks)
+        return self._resume(state)
 
-    def _validation_settings(self, path: Path) -> list:
-        """What the choice of the best checkpoint depends on (nothing without validation)."""
-        if not self.settings.eval_every:
-            return []
-        if not path.exists():
-            raise FileNotFoundError(f"{path} not found: train.eval_every validates on problems held out of the "
-                                    "training mixture; set data.validation_size and run dvc repro prepare_data")
-        return [file_digest(path), dataclasses.asdict(self.params.validation)]
+    def run_identity(self, train_file: Path) -> dict[str, str]:
+        """What a checkpoint is valid for, input by input (a hash each): a
+        checkpoint from other inputs cannot be resumed."""
+        parts = {"training settings": dataclasses.asdict(self.settings),
+                 "objective settings": dataclasses.asdict(self.objective), "initial model": self.model_path,
+                 "training data": file_md5(train_file), "training prompt": dataclasses.asdict(self.prompt),
+                 "number of ranks": self.ranks.world}
+        if self.settings.eval_every:  # what the choice of the best checkpoint depends on
+            path = self.params.data.validation_file
+            if not path.exists():
+                raise FileNotFoundError(f"{path} not found: train.eval_every validates on problems held out of the "
+                                        "training mixture; set data.validation_size and run dvc repro prepare_data")
+            parts.update({"validation data": file_md5(path),
+                          "validation settings": dataclasses.asdict(self.params.validation)})
+        return {name: settings_hash(value) for name, value in parts.items()}
 
-    def _share_cpu(self) -> None:
-        """CPU ranks of one node split its cores, so they do not oversubscribe it."""
-        if torch.cuda.is_available() or self.ranks.world == 1:
-            return
-        cores = distributed.cpu_threads(self.params.launcher.procs_per_node)
-        torch.set_num_threads(len(cores))
-        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, cores)))
-
-    def _resume(self) -> int:
+    def _usable_state(self) -> dict | None:
+        """The checkpoint's state if it can be resumed; one made from other
+        inputs is deleted (fresh_on_change) or refused, naming the inputs."""
         state = checkpoint.read_state(self.ckpt_dir)
+        if state is None or state.get("params_hash") == self.hash:
+            return state
+        saved = state.get("identity") or {}
+        changed = [name for name, h in self.identity.items() if saved.get(name) != h]
+        what = (f"{self.ckpt_dir} (step {state.get('step')}) was made with other "
+                f"{', '.join(changed) or 'inputs (an earlier version of this trainer)'}")
+        if not self.fresh_on_change:
+            raise StaleCheckpoint(f"{what}: rerun with --fresh to start over (deleting it and the step log), or "
+                                  "restore those inputs to resume it")
+        self._say(f"{what}: starting fresh")
+        checkpoint.discard(self.ckpt_dir)
+        if self.ranks.main:
+            shutil.rmtree(self.snapshots.root, ignore_errors=True)
+        return None
+
+    def _resume(self, state: dict | None) -> int:
         if state is None:
-            self._truncate_steps(0)
-            return 0
-        if state.get("params_hash") != self.hash:
-            self._say(f"checkpoint at step {state.get('step')} was made with other training params: starting fresh")
-            checkpoint.discard(self.ckpt_dir)
-            if self.ranks.main:
-                shutil.rmtree(self.snapshots.root, ignore_errors=True)
             self._truncate_steps(0)
             return 0
         state = checkpoint.load(self.ds_engine, self.ckpt_dir, self.ranks)
@@ -264,10 +254,7 @@ class Trainer:
         if self.validator is None:
             from rlvr.evaluation import Evaluator
 
-            held_out = read_records(self.params.data.validation_file)
-            self.validator = Evaluator(self.params, self.model_path, self.rollout_engine,
-                                       sets={"validation": held_out}, profile=self.params.validation,
-                                       prompt=self.prompt)
+            self.validator = Evaluator.validation(self.params, self.model_path, self.rollout_engine, self.prompt)
         t0 = time.perf_counter()
         metrics, _, _ = self.validator.evaluate(f"validate step {step}")
         mean = metrics.get("mean", {})
@@ -281,76 +268,5 @@ class Trainer:
 
     def push_weights(self) -> None:
         """This rank's weights into its rollout engine (waking it if asleep)."""
-        with self._full_weights() as weights:
+        with full_weights(self.ds_engine, self.settings.zero_stage) as weights:
             self.rollout_engine.load_weights(weights)
-
-    @contextmanager
-    def _full_weights(self):
-        """This rank's full weights (ZeRO-3 gathers its partitions first)."""
-        module = self.ds_engine.module
-        if self.settings.zero_stage == 3:
-            import deepspeed
-
-            with deepspeed.zero.GatheredParameters(list(module.parameters())):
-                yield [(n, p.detach().clone()) for n, p in module.state_dict().items()]
-        else:
-            yield ((n, p.detach()) for n, p in module.state_dict().items())
-
-    # ---- outputs ------------------------------------------------------------------
-
-    def _record(self, row: dict) -> None:
-        """Append to steps.csv and MLflow, on rank 0."""
-        if not self.ranks.main:
-            return
-        self.step_log.append(row)
-        if self.tracker is not None:
-            self.tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
-
-    def history(self) -> list[dict[str, float]]:
-        """Every recorded step of this run, resumed ones included, as numbers."""
-        return self.step_log.history()
-
-    def _truncate_steps(self, last_step: int) -> None:
-        if self.ranks.main:
-            self.step_log.truncate(last_step)
-
-    def _save(self, step: int | None) -> None:
-        step = step if step is not None else self._last_step()
-        checkpoint.save(self.ds_engine, self.ckpt_dir, {
-            "step": step, "data_position": self.sampler.position, "entropy_anchor": self.anchor,
-            "params_hash": self.hash, "method": self.method.name, "world": self.ranks.world, "best": self.best,
-        }, self.ranks)
-
-    def _last_step(self) -> int:
-        last = self.step_log.last_step() if self.ranks.main else 0
-        return int(distributed.all_sum([float(last)])[0])
-
-    def _save_hf(self, out_dir: Path) -> None:
-        from rlvr.model import save_checkpoint
-
-        with self._full_weights():  # ZeRO-3: every rank takes part in the gather
-            if self.ranks.main:
-                save_checkpoint(self.ds_engine.module, self.tokenizer, out_dir)
-        distributed.barrier()
-
-    def save_snapshot(self, step: int) -> None:
-        """An HF snapshot of the best step so far, marked with its identity. Collective."""
-        self._save_hf(self.snapshots.dir(step))
-        if self.ranks.main:
-            self.snapshots.mark(step)
-
-    def prune_snapshots(self) -> None:
-        """Delete the snapshots that can no longer be chosen (rank 0)."""
-        if self.ranks.main:
-            self.snapshots.prune(self.best["step"] if self.best else None)
-
-    def _save_final(self) -> None:
-        """The trained weights as a plain HF checkpoint, the best-on-validation
-        snapshot linked beside it when it is an earlier step, and their list
-        (what the evaluate stage scores with the full protocol)."""
-        self._save_hf(self.final_dir)
-        if self.ranks.main:
-            self.snapshots.link_into(self.final_dir, self.best, self.settings.steps, self._validation_scores())
-
-    def _validation_scores(self) -> dict[int, float]:
-        return {int(r["step"]): r["val_avg@k"] for r in self.history() if "val_avg@k" in r}

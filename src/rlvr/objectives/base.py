@@ -19,7 +19,7 @@ from typing import Callable
 
 import torch
 
-from rlvr.config import unknown_name
+from rlvr.schema import unknown_name
 
 
 # ---- what an objective is configured with, and what it needs ------------------
@@ -40,6 +40,10 @@ class Needs:
     # a constant measured once, on the first step, from the entropies of all its
     # rollouts on every rank (SIREN's H_anchor): ({name: [N, T]}, mask) -> value
     anchor: Callable[[dict[str, torch.Tensor], torch.Tensor], float] | None = None
+    # a term taken per loss call, the official grain (DisCO's KL hinge, SIREN's regularizer,
+    # Clip-Cov's budget): how a mini-batch is cut into calls changes the loss. Otherwise the
+    # calls of a mini-batch add up to its loss however it is cut.
+    per_call: bool = False
 
 
 @dataclass
@@ -48,40 +52,17 @@ class ObjectiveParams:
     objective's dataclass (a subclass), keys the trainer does not own."""
 
     objective: str = "grpo"  # a registered name (rlvr.objectives.registry)
-    # the rewards the objective sees (read by the rollout side, rlvr.rollout_groups)
-    incorrect_reward: float = 0.0  # reward of a wrong answer; DAPO: -1 (its reward is +1 / -1)
-    dynamic_sampling: bool = False  # DAPO: drop groups whose accuracies are all equal, refill from new questions
-    dynamic_sampling_rounds: int = 3  # extra rollout rounds at most per step
-    overlong_buffer: int = 0  # DAPO's soft overlong punishment over the last this many tokens (0 = off)
 
     def needs(self) -> Needs:
         return Needs()
 
     def check(self, where: str, problems: list[str]) -> None:
         """Append a line per problem (`where`: the method's params path)."""
-        if self.dynamic_sampling_rounds < 0:
-            problems.append(f"'{where}.dynamic_sampling_rounds' must be >= 0, got {self.dynamic_sampling_rounds}")
 
 
 def check_choice(where: str, key: str, value, valid: tuple, problems: list[str]) -> None:
     if value not in valid:
         problems.append(unknown_name(f"{where}.{key}", value, valid, what="value"))
-
-
-@dataclass
-class PolicyTermParams(ObjectiveParams):
-    """The PPO-clip policy term's settings (policy_term)."""
-
-    clip_low: float = 0.2  # rho is clipped to [1 - clip_low, 1 + clip_high]
-    clip_high: float = 0.2  # DAPO's clip-higher: 0.28
-    dual_clip: float | None = None  # cap for negative advantages: SIREN 3, DAPO (verl recipe) 10
-
-    def check(self, where: str, problems: list[str]) -> None:
-        super().check(where, problems)
-        if self.clip_low < 0 or self.clip_high < 0:
-            problems.append(f"'{where}': clip_low and clip_high must be >= 0, got {self.clip_low}, {self.clip_high}")
-        if self.dual_clip is not None and self.dual_clip <= 1:
-            problems.append(f"'{where}.dual_clip' must be > 1 (or null: off), got {self.dual_clip}")
 
 
 @dataclass(frozen=True)
@@ -174,64 +155,6 @@ def seq_sum_norm(x: torch.Tensor, mask: torch.Tensor, max_response_len: int,
     return masked_sum(x, mask) / ((responses if responses is not None else x.shape[0]) * max_response_len)
 
 
-def row_advantages(rewards: torch.Tensor, group_rows: torch.Tensor, scale: bool = True,
-                   eps: float = 1e-6) -> torch.Tensor:
-    """A_i = r_i - mean_group(r), divided by (std_group(r) + eps) when `scale`;
-    `group_rows` [N, n] holds each row's group's rewards, so a row needs no
-    other row of its group in the same loss call.
-
-    std is the sample std (n - 1), as in GRPO's reference code. A group whose
-    rewards are all equal gets A = 0 for every member.
-    """
-    g = group_rows.float()
-    centered = rewards.float() - g.mean(dim=1)
-    if scale:
-        std = g.std(dim=1)
-        # an all-equal group is 0 / 0: define it as 0 whatever eps is
-        centered = torch.where(std > 0, centered / (std + eps), torch.zeros_like(centered))
-    return centered
-
-
-def group_advantages(rewards: torch.Tensor, n: int, scale: bool = True, eps: float = 1e-6) -> torch.Tensor:
-    """row_advantages for whole groups: `rewards` [G * n], a group's rows contiguous."""
-    return row_advantages(rewards, rewards.view(-1, n).repeat_interleave(n, dim=0), scale, eps)
-
-
-def advantages(batch: PolicyBatch, scale: bool = True, eps: float = 1e-6) -> torch.Tensor:
-    """The batch's per-row group advantages (whole groups or single rows)."""
-    return row_advantages(batch.rewards, batch.group_rows(), scale, eps)
-
-
-# verl's names for how token losses become the loss (core_algos.agg_loss)
-AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
-
-
-def aggregate(x: torch.Tensor, mask: torch.Tensor, mode: str, batch: PolicyBatch) -> torch.Tensor:
-    """Token values [N, T] to this call's share of the mini-batch's loss:
-    'token-mean' divides the sum by the mini-batch's real tokens (DAPO),
-    'seq-mean-token-mean' averages each response, then the responses (GRPO),
-    'seq-mean-token-sum-norm' divides the sum by responses x max length (Dr. GRPO, SIREN)."""
-    if mode == "token-mean":
-        return masked_sum(x, mask) / batch.total_tokens
-    if mode == "seq-mean-token-mean":
-        return seq_mean_then_mean(x, mask, batch.total_responses)
-    if mode == "seq-mean-token-sum-norm":
-        return seq_sum_norm(x, mask, batch.max_response_len, batch.total_responses)
-    raise ValueError(f"unknown aggregation '{mode}'; valid: {', '.join(AGGREGATIONS)}")
-
-
-def policy_term(batch: PolicyBatch, adv: torch.Tensor, p: PolicyTermParams, mode: str,
-                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The PPO-clip policy loss every clipped objective shares: advantages `adv`
-    ([N] or per token [N, T]), the clip and dual clip of `p`, aggregated by
-    `mode` over `mask` (default: the real tokens). Returns the loss and its
-    clip fraction (over the same tokens)."""
-    mask = batch.mask if mask is None else mask
-    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, p.clip_low, p.clip_high,
-                                             dual_clip=p.dual_clip)
-    return aggregate(per_token, mask, mode, batch), {"clip_frac": token_mean(clipped.float(), mask).detach()}
-
-
 ENTROPY = frozenset({"entropy"})  # the full-vocabulary token entropy
 
 
@@ -259,25 +182,6 @@ def token_covariance(adv: torch.Tensor, logp: torch.Tensor, mask: torch.Tensor) 
         lp = logp.detach().float()
         cov = (a - token_mean(a, mask)) * (lp - token_mean(lp, mask))
         return cov.masked_fill(mask <= 0, float("-inf"))
-
-
-def clipped_policy_loss(logp, old_logp, adv, clip_low: float, clip_high: float, dual_clip: float | None = None):
-    """Per-token PPO-clip loss -min(rho A, clip(rho, 1-cl, 1+ch) A) ([N, T]), and
-    which tokens were clipped. With `dual_clip` c, a negative-advantage token's
-    loss is capped at -c A (the dual-clip PPO bound). `adv` is per response ([N])
-    or per token ([N, T], e.g. an entropy-shaped advantage)."""
-    ratio = torch.exp(logp - old_logp)
-    a = adv if adv.dim() == logp.dim() else adv.unsqueeze(-1)
-    unclipped = -ratio * a
-    clipped = -torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * a
-    loss = torch.maximum(unclipped, clipped)
-    was_clipped = clipped > unclipped
-    if dual_clip is not None:
-        cap = -dual_clip * a
-        capped = (a < 0) & (loss > cap)
-        loss = torch.where(a < 0, torch.minimum(loss, cap), loss)
-        was_clipped = was_clipped | capped
-    return loss, was_clipped
 
 
 def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:

@@ -7,16 +7,9 @@ from dataclasses import dataclass
 
 import torch
 
-from rlvr.objectives.base import (
-    LossOutput,
-    PolicyBatch,
-    PolicyTermParams,
-    advantages,
-    clipped_policy_loss,
-    seq_sum_norm,
-    token_covariance,
-    token_share,
-)
+from rlvr.objectives.advantages import advantages
+from rlvr.objectives.base import LossOutput, Needs, PolicyBatch, token_covariance, token_share
+from rlvr.objectives.policy_term import DrGRPOTermParams, aggregate, clipped_policy_loss
 from rlvr.objectives.registry import register
 
 
@@ -30,13 +23,16 @@ def batch_seed(batch: PolicyBatch) -> int:
 
 
 @dataclass
-class ClipCovParams(PolicyTermParams):
+class ClipCovParams(DrGRPOTermParams):
     cov_clip_ratio: float = 2e-4  # share of real tokens detached (at least 1), drawn from the band
     cov_clip_bounds_low: float = 1.0  # the band: cov > low (strict)
     cov_clip_bounds_high: float = 5.0  # the band: cov < high (strict)
 
+    def needs(self) -> Needs:
+        return Needs(per_call=True)  # the covariance's means and the token budget are per loss call
 
-@register("clip_cov", ClipCovParams)
+
+@register("clip_cov", ClipCovParams, examples=({},))
 def clip_cov(batch: PolicyBatch, hp: ClipCovParams, generator: torch.Generator | None = None) -> LossOutput:
     """Clip-Cov (Cui et al.; core_algos.compute_policy_loss_clip_cov).
 
@@ -57,8 +53,9 @@ def clip_cov(batch: PolicyBatch, hp: ClipCovParams, generator: torch.Generator |
     Official values: ratio 2e-4, band (1, 5), PPO clip 0.2 (SIREN); Cui et al.'s own
     Clip-Cov scripts use clip_ratio_low/high = 1 instead.
     """
-    adv = advantages(batch, scale=False)
-    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high)
+    adv = advantages(batch, hp.advantage, hp.adv_eps)
+    per_token, clipped = clipped_policy_loss(batch.logp, batch.old_logp, adv, hp.clip_low, hp.clip_high,
+                                             ratio=hp.ratio, mask=batch.mask)
     real = batch.mask > 0
     cov = token_covariance(adv, batch.logp, batch.mask)
     band = real & ~clipped & (cov > hp.cov_clip_bounds_low) & (cov < hp.cov_clip_bounds_high)
@@ -71,8 +68,7 @@ def clip_cov(batch: PolicyBatch, hp: ClipCovParams, generator: torch.Generator |
         cand = cand[perm.to(cand.device)]
     selected = torch.zeros_like(real)
     selected[cand[:, 0], cand[:, 1]] = True
-    loss = seq_sum_norm(per_token * (~selected).to(per_token.dtype), batch.mask, batch.max_response_len,
-                        batch.total_responses)
+    loss = aggregate(per_token * (~selected).to(per_token.dtype), batch.mask, hp.aggregation, batch)
     return LossOutput(loss, {
         "clip_frac": token_share(clipped, batch.mask), "cov_clip_frac": token_share(selected, batch.mask),
         "cov_candidates": band.sum().float(),

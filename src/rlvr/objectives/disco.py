@@ -36,7 +36,9 @@ class DiscoParams(ObjectiveParams):
     kl_penalty_coef: float = 1e-3  # the penalty's weight (verl's kl_loss_coef default, in DisCO's config)
 
     def needs(self) -> Needs:
-        return Needs(whole_groups=True)  # the DRO/basic objective compares a question's responses
+        # the DRO/basic objective compares a question's responses; the constraint is the loss call's
+        constrained = self.beta > 0 if self.constraint == "hinge" else self.kl_penalty_coef > 0
+        return Needs(whole_groups=True, per_call=constrained)
 
     def check(self, where: str, problems: list[str]) -> None:
         super().check(where, problems)
@@ -83,7 +85,13 @@ def question_objective(s: torch.Tensor, positive: torch.Tensor, form: str, tau: 
     raise ValueError(f"disco form must be 'basic' or 'dro', got '{form}'")
 
 
-@register("disco", DiscoParams)
+@register("disco", DiscoParams, examples=(
+    {"score": "logl", "form": "dro", "tau": 10.0, "delta": 1e-4, "beta": 1e3},  # disco_logl (DisCO's scripts)
+    {"score": "lratio", "form": "dro", "tau": 1.0},  # disco_lratio
+    {"score": "logl", "form": "basic"},  # DisCO-b
+    {"score": "lratio_clipped"}, {"constraint": "penalty"},  # the paper's ablations
+    {"beta": 0.0},  # the discriminative objective alone
+))
 def disco(batch: PolicyBatch, hp: DiscoParams) -> LossOutput:
     """Loss = -(1/B) sum_q J_q + (beta/2) max(0, KL - delta)^2
     (the ablation `constraint: penalty`: + kl_penalty_coef * KL instead).

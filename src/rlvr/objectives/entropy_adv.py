@@ -7,22 +7,14 @@ from dataclasses import dataclass
 
 import torch
 
-from rlvr.objectives.base import (
-    ENTROPY,
-    LossOutput,
-    Needs,
-    PolicyBatch,
-    PolicyTermParams,
-    advantages,
-    need_entropy,
-    policy_term,
-    token_mean,
-)
+from rlvr.objectives.advantages import advantages
+from rlvr.objectives.base import ENTROPY, LossOutput, Needs, PolicyBatch, need_entropy, token_mean
+from rlvr.objectives.policy_term import DrGRPOTermParams, policy_term
 from rlvr.objectives.registry import register
 
 
 @dataclass
-class EntropyAdvParams(PolicyTermParams):
+class EntropyAdvParams(DrGRPOTermParams):
     entropy_adv_alpha: float = 0.4  # A + min(alpha * H.detach(), |A| / kappa)
     entropy_adv_kappa: float = 1.0  # SIREN's code uses 1 (Cheng et al. require kappa > 1)
 
@@ -35,7 +27,7 @@ class EntropyAdvParams(PolicyTermParams):
             problems.append(f"'{where}.entropy_adv_kappa' must be > 0, got {self.entropy_adv_kappa}")
 
 
-@register("entropy_adv", EntropyAdvParams)
+@register("entropy_adv", EntropyAdvParams, examples=({"dual_clip": 3.0},))
 def entropy_adv(batch: PolicyBatch, hp: EntropyAdvParams) -> LossOutput:
     """Entropy-based advantage shaping (Cheng et al.; experiment_type 'baseline_entropy_adv').
 
@@ -52,7 +44,7 @@ def entropy_adv(batch: PolicyBatch, hp: EntropyAdvParams) -> LossOutput:
     if hp.entropy_adv_kappa <= 0:
         raise ValueError(f"entropy_adv_kappa must be > 0, got {hp.entropy_adv_kappa}")
     h = need_entropy(batch, "entropy_adv").detach()
-    adv = advantages(batch, scale=False).unsqueeze(-1)
+    adv = advantages(batch, hp.advantage, hp.adv_eps).unsqueeze(-1)
     bonus = torch.minimum(hp.entropy_adv_alpha * h, adv.abs() / hp.entropy_adv_kappa)
-    loss, metrics = policy_term(batch, adv + bonus, hp, "seq-mean-token-sum-norm")
+    loss, metrics = policy_term(batch, hp, adv=adv + bonus)
     return LossOutput(loss, {**metrics, "entropy_adv_bonus": token_mean(bonus, batch.mask).detach()})

@@ -15,29 +15,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rlvr.objectives.base import (
-    ENTROPY,
-    LossOutput,
-    Needs,
-    PolicyBatch,
-    PolicyTermParams,
-    advantages,
-    need_entropy,
-    policy_term,
-    seq_sum_norm,
-)
+from rlvr.objectives.base import ENTROPY, LossOutput, Needs, PolicyBatch, need_entropy
+from rlvr.objectives.policy_term import DrGRPOTermParams, aggregate, policy_term
 from rlvr.objectives.registry import register
 
 
 @dataclass
-class EntropyRegParams(PolicyTermParams):
+class EntropyRegParams(DrGRPOTermParams):
     entropy_coef: float = 0.0  # weight of the entropy bonus (official: 0.005)
 
     def needs(self) -> Needs:
         return Needs(entropies=ENTROPY, grad_entropies=ENTROPY)
 
 
-@register("entropy_reg", EntropyRegParams)
+@register("entropy_reg", EntropyRegParams, examples=({"entropy_coef": 0.005, "dual_clip": 3.0},))
 def entropy_reg(batch: PolicyBatch, hp: EntropyRegParams) -> LossOutput:
     """Naive entropy regularization (experiment_type 'naive_entropy_reg', use_siren=False).
 
@@ -51,6 +42,6 @@ def entropy_reg(batch: PolicyBatch, hp: EntropyRegParams) -> LossOutput:
     coefficient: the script's entropy_coeff = 0.005.
     """
     h = need_entropy(batch, "entropy_reg")
-    policy, metrics = policy_term(batch, advantages(batch, scale=False), hp, "seq-mean-token-sum-norm")
-    bonus = seq_sum_norm(h, batch.mask, batch.max_response_len, batch.total_responses)
+    policy, metrics = policy_term(batch, hp)
+    bonus = aggregate(h, batch.mask, hp.aggregation, batch)
     return LossOutput(policy - hp.entropy_coef * bonus, {**metrics, "entropy_bonus": bonus.detach()})

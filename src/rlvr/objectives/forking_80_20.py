@@ -7,18 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
-from rlvr.objectives.base import (
-    ENTROPY,
-    LossOutput,
-    Needs,
-    PolicyBatch,
-    PolicyTermParams,
-    advantages,
-    check_choice,
-    need_entropy,
-    policy_term,
-    token_share,
-)
+from rlvr.objectives.base import ENTROPY, LossOutput, Needs, PolicyBatch, check_choice, need_entropy, token_share
+from rlvr.objectives.policy_term import DrGRPOTermParams, policy_term
 from rlvr.objectives.registry import register
 from rlvr.objectives.siren import peak_entropy_mask
 
@@ -34,22 +24,19 @@ def forking_mask(h: torch.Tensor, mask: torch.Tensor, top_ratio: float, scope: s
     q = 1.0 - top_ratio
     if scope == "response":
         return peak_entropy_mask(h, mask, q)
-    if scope == "batch":
-        hd, real = h.detach(), mask > 0
-        if not real.any():
-            return torch.zeros_like(mask)
-        tau = torch.quantile(hd[real].float(), q)
-        return ((hd > tau) & real).to(mask.dtype)
+    if scope == "batch":  # the batch's real tokens as one row: no boolean indexing, so no host sync
+        return peak_entropy_mask(h.reshape(1, -1), mask.reshape(1, -1), q).view_as(mask)
     raise ValueError(f"forking_scope must be 'response' or 'batch', got '{scope}'")
 
 
 @dataclass
-class ForkingParams(PolicyTermParams):
+class ForkingParams(DrGRPOTermParams):
     forking_top_ratio: float = 0.2  # keep the tokens with H above the (1 - ratio) quantile
     forking_scope: str = "response"  # the quantile's tokens: 'response' (SIREN's code) | 'batch' (Wang et al.)
 
     def needs(self) -> Needs:
-        return Needs(entropies=ENTROPY)  # read only: it selects tokens
+        # read only: it selects tokens; a batch-wide quantile is the loss call's
+        return Needs(entropies=ENTROPY, per_call=self.forking_scope == "batch")
 
     def check(self, where: str, problems: list[str]) -> None:
         super().check(where, problems)
@@ -58,7 +45,7 @@ class ForkingParams(PolicyTermParams):
             problems.append(f"'{where}.forking_top_ratio' must be in (0, 1), got {self.forking_top_ratio}")
 
 
-@register("forking_80_20", ForkingParams)
+@register("forking_80_20", ForkingParams, examples=({"dual_clip": 3.0}, {"forking_scope": "batch"}))
 def forking_80_20(batch: PolicyBatch, hp: ForkingParams) -> LossOutput:
     """Policy gradient on the high-entropy "forking" tokens only (Wang et al.;
     experiment_type 'baseline_eighty_twenty').
@@ -76,6 +63,5 @@ def forking_80_20(batch: PolicyBatch, hp: ForkingParams) -> LossOutput:
     """
     h = need_entropy(batch, "forking_80_20")
     m = forking_mask(h, batch.mask, hp.forking_top_ratio, hp.forking_scope)
-    loss, metrics = policy_term(batch, advantages(batch, scale=False), hp, "seq-mean-token-sum-norm",
-                                mask=batch.mask * m)
+    loss, metrics = policy_term(batch, hp, mask=batch.mask * m)
     return LossOutput(loss, {**metrics, "forking_frac": token_share(m, batch.mask)})

@@ -18,7 +18,7 @@ class GRPOERParams(GRPOParams):
                      reference_model=self.kl_coef > 0)
 
 
-@register("grpo_er", GRPOERParams)
+@register("grpo_er", GRPOERParams, examples=({"entropy_coef": 0.01},))
 def grpo_er(batch: PolicyBatch, p: GRPOERParams) -> LossOutput:
     """GRPO minus entropy_coef * mean token entropy (full vocabulary; the mean
     over the mini-batch's real tokens)."""

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 
 import torch
 
+from rlvr.objectives.advantages import advantages
 from rlvr.objectives.base import (
     LossOutput,
+    Needs,
     ObjectiveParams,
     PolicyBatch,
-    advantages,
     seq_sum_norm,
     token_covariance,
     token_mean,
@@ -24,8 +25,11 @@ class KLCovParams(ObjectiveParams):
     kl_cov_ratio: float = 2e-4  # share of real tokens (top covariance, at least 1) given the KL term
     kl_cov_coef: float = 1.0  # weight of |log p - log p_old| on the selected tokens
 
+    def needs(self) -> Needs:
+        return Needs(per_call=True)  # the covariance's means and the token budget are per loss call
 
-@register("kl_cov", KLCovParams)
+
+@register("kl_cov", KLCovParams, examples=({},))
 def kl_cov(batch: PolicyBatch, hp: KLCovParams) -> LossOutput:
     """KL-Cov (Cui et al.; core_algos.compute_policy_loss_kl_cov).
 
@@ -39,7 +43,7 @@ def kl_cov(batch: PolicyBatch, hp: KLCovParams) -> LossOutput:
     Official values in SIREN: ratio 2e-4 (a fraction; Cui et al.'s 7B scripts use
     k_percent 0.2 = 2e-3, the 32B ones 2e-4), coef 1.
     """
-    adv = advantages(batch, scale=False)
+    adv = advantages(batch, "dr_grpo")
     log_ratio = batch.logp - batch.old_logp
     pg = -adv.unsqueeze(-1) * torch.exp(log_ratio)
     n_real = int((batch.mask > 0).sum())

@@ -6,12 +6,14 @@ trainer asks those settings what the loss needs (`ObjectiveParams.needs`).
     class HalfClipParams(PolicyTermParams):
         scale: float = 0.5  # what the setting does
 
-    @register("half_clip", HalfClipParams)
+    @register("half_clip", HalfClipParams, examples=({}, {"scale": 0.25}))
     def half_clip(batch: PolicyBatch, p: HalfClipParams) -> LossOutput: ...
 
 Every module of this package is imported on the first lookup, so a new
 objective is its module plus a `methods:` entry in params; a module outside
-the package registers itself when imported.
+the package registers itself when imported. Its examples (settings, the
+ablation switches among them) are what tests/test_objective_contract.py runs
+every objective with: `pytest tests/test_objective_contract.py -k half_clip`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Callable
 from rlvr.objectives.base import LossOutput, ObjectiveParams, PolicyBatch
 
 # modules of this package that hold no objective
-_NOT_OBJECTIVES = {"base", "registry"}
+_NOT_OBJECTIVES = {"base", "registry", "advantages", "policy_term"}
 
 
 @dataclass(frozen=True)
@@ -33,24 +35,36 @@ class Objective:
     name: str
     loss: Callable[[PolicyBatch, ObjectiveParams], LossOutput]
     params: type[ObjectiveParams]  # the dataclass of its settings (`methods.<name>:` in params)
+    examples: tuple[dict, ...]  # settings the contract tests run it with (the first: its main one)
+
+    def example_settings(self) -> list[ObjectiveParams]:
+        return [self.params(objective=self.name, **values) for values in self.examples]
 
 
 _REGISTRY: dict[str, Objective] = {}
 
 
-def register(name: str, params: type[ObjectiveParams]):
-    """Decorator: the loss function `fn(batch, params)` under `name`."""
+def register(name: str, params: type[ObjectiveParams], examples: tuple[dict, ...]):
+    """Decorator: the loss function `fn(batch, params)` under `name`, with the
+    settings of `examples` (at least one) for the contract tests."""
     if not (isinstance(params, type) and issubclass(params, ObjectiveParams)):
         raise TypeError(f"objective '{name}': its settings must be an ObjectiveParams dataclass, got {params!r}")
+    if not examples or not all(isinstance(e, dict) for e in examples):
+        raise TypeError(f"objective '{name}': examples must be one or more dicts of its settings, got {examples!r}")
 
     def add(fn):
         known = _REGISTRY.get(name)
         if known is not None and known.loss.__qualname__ != fn.__qualname__:
             raise ValueError(f"objective '{name}' is registered twice ({known.loss.__module__} and {fn.__module__})")
-        _REGISTRY[name] = Objective(name, fn, params)
+        _REGISTRY[name] = Objective(name, fn, params, tuple(examples))
         return fn
 
     return add
+
+
+def unregister(name: str) -> None:
+    """Remove `name` (tests that register a throwaway objective)."""
+    _REGISTRY.pop(name, None)
 
 
 @functools.cache
@@ -62,9 +76,9 @@ def _import_package() -> None:
 
 
 def objectives() -> dict[str, Objective]:
-    """Every registered objective, the package's own first."""
+    """Every registered objective, by name (whatever order their modules were imported in)."""
     _import_package()
-    return dict(_REGISTRY)
+    return dict(sorted(_REGISTRY.items()))
 
 
 def objective(name: str) -> Objective:
@@ -72,6 +86,11 @@ def objective(name: str) -> Objective:
     if found is None:
         raise KeyError(f"unknown objective '{name}'; registered: {', '.join(sorted(_REGISTRY))}")
     return found
+
+
+def examples() -> list[tuple[str, int, ObjectiveParams]]:
+    """(objective, example index, its settings) of every registered objective."""
+    return [(name, i, hp) for name, spec in objectives().items() for i, hp in enumerate(spec.example_settings())]
 
 
 def settings(name: str, **values) -> ObjectiveParams:

@@ -22,20 +22,13 @@ from functools import partial
 
 import torch
 
-from rlvr.objectives.base import (
-    LossOutput,
-    Needs,
-    PolicyBatch,
-    PolicyTermParams,
-    advantages,
-    check_choice,
-    policy_term,
-)
+from rlvr.objectives.base import LossOutput, Needs, PolicyBatch, check_choice
+from rlvr.objectives.policy_term import DrGRPOTermParams, policy_term
 from rlvr.objectives.registry import register
 
 
 @dataclass
-class SirenParams(PolicyTermParams):
+class SirenParams(DrGRPOTermParams):
     entropy_coef: float = 0.0  # weight of the regularizer (agg(H, M) - H_anchor)^2
     entropy_top_p: float = 0.8  # the nucleus H is measured over
     entropy_top_k: int = 10000  # at most this many tokens in it
@@ -50,7 +43,8 @@ class SirenParams(PolicyTermParams):
         selects = frozenset({"entropy"}) if self.token_mask == "peak_of_full" else frozenset()
         anchor = partial(anchor_value, hp=self) if self.anchored else None
         return Needs(entropies=regularized | selects, grad_entropies=regularized,
-                     topp=(self.entropy_top_p, self.entropy_top_k), anchor=anchor)
+                     topp=(self.entropy_top_p, self.entropy_top_k), anchor=anchor,
+                     per_call=self.entropy_coef > 0)  # the regularizer is the loss call's
 
     def check(self, where: str, problems: list[str]) -> None:
         super().check(where, problems)
@@ -110,7 +104,12 @@ def anchor_value(entropies: dict[str, torch.Tensor], mask: torch.Tensor, hp: Sir
         return regularized_entropy(entropies, mask, hp).item()
 
 
-@register("siren", SirenParams)
+OFFICIAL = {"entropy_coef": 0.005, "dual_clip": 3.0}  # siren.sh
+
+
+@register("siren", SirenParams, examples=(OFFICIAL, {**OFFICIAL, "anchored": False},
+                                          {**OFFICIAL, "entropy_measure": "full"}, {**OFFICIAL, "token_mask": "all"},
+                                          {**OFFICIAL, "token_mask": "peak_of_full"}))
 def siren(batch: PolicyBatch, hp: SirenParams) -> LossOutput:
     """Loss = P + entropy_coef * (agg(H, M) - H_anchor)^2.
 
@@ -127,7 +126,7 @@ def siren(batch: PolicyBatch, hp: SirenParams) -> LossOutput:
         raise ValueError("siren needs the anchor (entropy_anchor)")
     if batch.max_response_len <= 0:
         raise ValueError("siren needs max_response_len > 0 (seq-mean-token-sum-norm)")
-    policy, metrics = policy_term(batch, advantages(batch, scale=False), hp, "seq-mean-token-sum-norm")
+    policy, metrics = policy_term(batch, hp)
     agg = regularized_entropy({"entropy": batch.entropy, "topp_entropy": batch.topp_entropy}, batch.mask, hp)
     reg = (agg - batch.entropy_anchor) ** 2 if hp.anchored else -agg
     return LossOutput(policy + hp.entropy_coef * batch.share * reg,

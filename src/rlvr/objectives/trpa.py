@@ -32,7 +32,8 @@ class TrpaParams(ObjectiveParams):
     trust_region_coef: float = 1e-3  # weight of the k3 KL to pi_old (tr_kl_loss_coef, line 21)
 
     def needs(self) -> Needs:
-        return Needs(whole_groups=True, reference_model=True)  # pairs are within a group; scores vs the reference
+        # pairs are within a group, scores against the reference; pairs are averaged per loss call
+        return Needs(whole_groups=True, reference_model=True, per_call=True)
 
     def check(self, where: str, problems: list[str]) -> None:
         super().check(where, problems)
@@ -56,7 +57,7 @@ def pair_losses(s: torch.Tensor, positive: torch.Tensor, group_size: int, weight
     return (-F.logsigmoid(h) * pairs).sum(), pairs.sum()
 
 
-@register("trpa", TrpaParams)
+@register("trpa", TrpaParams, examples=({},))
 def trpa(batch: PolicyBatch, hp: TrpaParams) -> LossOutput:
     """Loss = -mean_pairs log sigmoid(anisotropy * beta * (s_w - s_l))
             + trust_region_coef * token-mean k3 KL(pi || pi_old),

@@ -7,10 +7,10 @@ from collections import defaultdict
 import numpy as np
 
 from rlvr import stats
-from rlvr.config import unknown_name
 from rlvr.report.format import Cell, fmt, markdown
 from rlvr.report.load import DIVERSITY, MethodResults, per_problem
 from rlvr.runs import BASE
+from rlvr.schema import unknown_name
 
 def score_table(results: dict[str, MethodResults], kind: str) -> tuple[list[str], dict[str, list[Cell]]]:
     """Per method: (estimate, 95% interval) for each benchmark, then the mean over them."""

@@ -1,0 +1,182 @@
+"""The objective contract: every registered objective, with each of the example
+settings its module declares (rlvr.objectives.registry), is run through the
+same checks. A new objective module is covered with nothing else edited:
+
+    pytest tests/test_objective_contract.py -k <name>
+
+1. a finite loss, and a finite, non-zero gradient into the log-probs and into
+   each entropy it regularizes, none into one it only reads;
+2. what it declares it needs (Needs) is what it reads: it runs with only
+   those batch fields, and fails without any one of them;
+3. a mini-batch cut into loss calls gives the whole mini-batch's loss and
+   gradient, unless it declares a per-call term (`Needs.per_call`, the
+   official grain), whole groups per call where it needs them;
+4. its whole update keeps every tensor on the device (tests/device_audit.py).
+
+A two-step CPU training of each objective's first example is in
+tests/test_trainer.py (test_two_steps_of_every_objective).
+"""
+
+import dataclasses
+
+import pytest
+import torch
+
+from device_audit import audited_update
+from rlvr.objectives.base import LossOutput, MiniBatchTotals, Needs, PolicyBatch
+from rlvr.objectives.policy_term import PolicyTermParams, policy_term
+from rlvr.objectives.registry import examples, objective, register, unregister
+
+N_GROUPS, N, T = 3, 4, 6
+EXAMPLES = examples()
+IDS = [f"{name}-{i}" for name, i, _ in EXAMPLES]
+
+
+def mini_batch(seed: int = 0, rewards=(1.0, 0, 0, 1, 0, 1, 1, 1, 0, 0, 1, 0)) -> PolicyBatch:
+    """Three groups of four responses of unequal lengths, every field a loss may read."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, T + 1, (N_GROUPS * N,), generator=g)
+    mask = (torch.arange(T)[None, :] < lengths[:, None]).float()
+    rows = N_GROUPS * N
+    return PolicyBatch(
+        logp=(-torch.rand(rows, T, generator=g) * 2).requires_grad_(),
+        old_logp=-torch.rand(rows, T, generator=g) * 2, mask=mask, rewards=torch.tensor(rewards), group_size=N,
+        max_response_len=T, ref_logp=-torch.rand(rows, T, generator=g) * 2,
+        entropy=(torch.rand(rows, T, generator=g) * 3).requires_grad_(),
+        topp_entropy=(torch.rand(rows, T, generator=g) * 2).requires_grad_(), entropy_anchor=0.7)
+
+
+def needed_only(batch: PolicyBatch, needs: Needs) -> PolicyBatch:
+    """`batch` with only the fields `needs` asks the trainer for."""
+    return dataclasses.replace(
+        batch, entropy=batch.entropy if "entropy" in needs.entropies else None,
+        topp_entropy=batch.topp_entropy if "topp_entropy" in needs.entropies else None,
+        ref_logp=batch.ref_logp if needs.reference_model else None,
+        entropy_anchor=batch.entropy_anchor if needs.anchor else None)
+
+
+def check_finite_loss_and_gradient(spec, hp) -> None:
+    batch = needed_only(mini_batch(), hp.needs())
+    out = spec.loss(batch, hp)
+    assert isinstance(out, LossOutput) and out.loss.dim() == 0 and torch.isfinite(out.loss)
+    assert all(v.dim() == 0 and not v.requires_grad for v in out.metrics.values()), out.metrics
+    inputs = {"logp": batch.logp, **{k: getattr(batch, k) for k in ("entropy", "topp_entropy")
+                                     if getattr(batch, k) is not None}}
+    grads = dict(zip(inputs, torch.autograd.grad(out.loss, list(inputs.values()), allow_unused=True)))
+    needs = hp.needs()
+    assert grads["logp"] is not None and torch.isfinite(grads["logp"]).all() and grads["logp"].abs().sum() > 0
+    for name in needs.entropies:
+        g = grads[name]
+        if name in needs.grad_entropies:
+            assert g is not None and torch.isfinite(g).all() and g.abs().sum() > 0, f"no gradient into {name}"
+        else:
+            assert g is None or g.abs().sum() == 0, f"{name} is only read, but carries gradient"
+
+
+def check_needs_are_what_it_reads(spec, hp) -> None:
+    needs = hp.needs()
+    assert needs.grad_entropies <= needs.entropies <= {"entropy", "topp_entropy"}
+    full = mini_batch()
+    spec.loss(needed_only(full, needs), hp)  # runs with what it declares
+    declared = [name for name in ("entropy", "topp_entropy") if name in needs.entropies]
+    declared += ["ref_logp"] * needs.reference_model + ["entropy_anchor"] * (needs.anchor is not None)
+    for field in declared:
+        with pytest.raises(ValueError):
+            spec.loss(dataclasses.replace(needed_only(full, needs), **{field: None}), hp)
+
+
+def call(batch: PolicyBatch, rows: list[int]) -> PolicyBatch:
+    """The loss call holding `rows` of the mini-batch `batch`."""
+    idx = torch.tensor(rows)
+    totals = MiniBatchTotals(responses=batch.mask.shape[0], tokens=batch.mask.sum().item(),
+                             groups=batch.mask.shape[0] // batch.group_size)
+    pick = lambda t: None if t is None else t[idx]  # noqa: E731
+    return dataclasses.replace(
+        batch, logp=batch.logp[idx], old_logp=batch.old_logp[idx], mask=batch.mask[idx],
+        rewards=batch.rewards[idx], group_rewards=batch.group_rows()[idx], ref_logp=pick(batch.ref_logp),
+        entropy=pick(batch.entropy), topp_entropy=pick(batch.topp_entropy), totals=totals)
+
+
+def loss_and_grads(spec, hp, batches: list[PolicyBatch], whole: PolicyBatch):
+    loss = sum(spec.loss(b, hp).loss for b in batches)
+    leaves = [whole.logp, whole.entropy, whole.topp_entropy]
+    grads = torch.autograd.grad(loss, leaves, allow_unused=True)
+    return loss.item(), [torch.zeros_like(x) if g is None else g for x, g in zip(leaves, grads)]
+
+
+def check_any_cut_of_a_mini_batch_gives_its_loss(spec, hp) -> None:
+    whole = mini_batch()
+    ref_loss, ref_grads = loss_and_grads(spec, hp, [whole], whole)
+    if hp.needs().whole_groups:  # whole groups per call, in another order
+        cuts = [[4, 5, 6, 7], [8, 9, 10, 11, 0, 1, 2, 3]]
+    else:  # single responses, a group's rows spread over calls
+        perm = torch.randperm(N_GROUPS * N, generator=torch.Generator().manual_seed(1)).tolist()
+        cuts = [perm[:1], perm[1:6], perm[6:]]
+    loss, grads = loss_and_grads(spec, hp, [call(whole, rows) for rows in cuts], whole)
+    assert loss == pytest.approx(ref_loss, rel=1e-5, abs=1e-7)
+    for g, ref in zip(grads, ref_grads):
+        torch.testing.assert_close(g, ref, rtol=1e-5, atol=1e-7)
+    assert ref_grads[0].abs().sum() > 0  # the case carries a gradient at all
+
+
+@pytest.mark.parametrize("name, index, hp", EXAMPLES, ids=IDS)
+def test_a_finite_loss_and_gradient(name, index, hp):
+    check_finite_loss_and_gradient(objective(name), hp)
+
+
+@pytest.mark.parametrize("name, index, hp", EXAMPLES, ids=IDS)
+def test_what_it_needs_is_what_it_reads(name, index, hp):
+    check_needs_are_what_it_reads(objective(name), hp)
+
+
+@pytest.mark.parametrize("name, index, hp", [e for e in EXAMPLES if not e[2].needs().per_call],
+                         ids=[i for i, e in zip(IDS, EXAMPLES) if not e[2].needs().per_call])
+def test_any_cut_of_a_mini_batch_gives_its_loss_and_gradient(name, index, hp):
+    check_any_cut_of_a_mini_batch_gives_its_loss(objective(name), hp)
+
+
+@pytest.mark.parametrize("layout", ["groups", "token_bins"])
+@pytest.mark.parametrize("name, index, hp", EXAMPLES, ids=IDS)
+def test_its_update_keeps_every_tensor_on_the_device(device_model, name, index, hp, layout):
+    audited_update(device_model, hp, layout)
+
+
+# ---- a new objective is covered with nothing else edited --------------------------------------------
+
+
+@dataclasses.dataclass
+class ThrowawayParams(PolicyTermParams):
+    bonus: float = 0.1  # weight of the mean entropy subtracted
+
+    def needs(self) -> Needs:
+        return Needs(entropies=frozenset({"entropy"}), grad_entropies=frozenset({"entropy"}))
+
+
+def throwaway(batch: PolicyBatch, p: ThrowawayParams) -> LossOutput:
+    if batch.entropy is None:
+        raise ValueError("throwaway reads the entropy")
+    loss, metrics = policy_term(batch, p)
+    h = (batch.entropy * batch.mask).sum() / batch.total_tokens
+    return LossOutput(loss - p.bonus * h, metrics)
+
+
+def undeclared(batch: PolicyBatch, p: PolicyTermParams) -> LossOutput:
+    """Reads the entropy it never asked for: the trainer would pass None."""
+    return LossOutput(policy_term(batch, p)[0] - 0.1 * batch.entropy.mean(), {})
+
+
+def test_a_registered_objective_is_in_the_suite_and_one_that_lies_fails_it(request, device_model):
+    register("throwaway", ThrowawayParams, examples=({}, {"bonus": 0.5, "ratio": "sequence"}))(throwaway)
+    register("undeclared", PolicyTermParams, examples=({},))(undeclared)
+    request.addfinalizer(lambda: [unregister(n) for n in ("throwaway", "undeclared")])
+    found = [(name, hp) for name, _, hp in examples() if name in ("throwaway", "undeclared")]
+    assert [(name, type(hp).__name__) for name, hp in found] == [
+        ("throwaway", "ThrowawayParams"), ("throwaway", "ThrowawayParams"), ("undeclared", "PolicyTermParams")]
+    spec = objective("throwaway")
+    for _, hp in found[:2]:
+        check_finite_loss_and_gradient(spec, hp)
+        check_needs_are_what_it_reads(spec, hp)
+        check_any_cut_of_a_mini_batch_gives_its_loss(spec, hp)
+        audited_update(device_model, hp, "groups")
+    with pytest.raises((AttributeError, TypeError)):  # batch.entropy is None: it did not declare it
+        check_needs_are_what_it_reads(objective("undeclared"), found[2][1])
