@@ -29,6 +29,8 @@ METHODS = {
     "dapo": {"objective": "dapo", "clip_high": 0.28, "dual_clip": 10.0},
     "disco_logl": {"objective": "disco", "score": "logl", "form": "dro", "tau": 10.0, "delta": 1e-6},
     "discob_lratio": {"objective": "disco", "score": "lratio", "form": "basic", "delta": 1e-6},
+    # the official grain: 2 sequences per call on each of 2 ranks, a group's scores gathered (1 rank: 4)
+    "disco_gathered": {"objective": "disco", "score": "logl", "form": "dro", "tau": 10.0, "delta": 1e-6},
     "siren": {"objective": "siren", "dual_clip": 3.0, "entropy_coef": 0.5},
 }
 B, N, MINI = 4, 4, 2  # two optimizer steps per rollout step: the second one is off-policy
@@ -52,6 +54,7 @@ def params_for(root: Path, repo: Path, world: int):
     raw["methods"] = {name: {**m, **({"mini_batch_questions": 1, **(BINS if world > 1 else {})}
                                      if name in MINI_BATCH_GRAIN else {})}
                       for name, m in METHODS.items()}
+    raw["methods"]["disco_gathered"]["sequences_per_call"] = N // world
     return parse_params(raw)
 
 

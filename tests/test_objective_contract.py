@@ -141,6 +141,40 @@ def test_its_update_keeps_every_tensor_on_the_device(device_model, name, index, 
     audited_update(device_model, hp, layout)
 
 
+def test_a_call_gathered_over_ranks_is_the_whole_call(tmp_path):
+    """Every objective that compares a group's responses, on 2 real gloo ranks
+    that each hold half the mini-batch (groups split between them) and gather
+    the call's rows: the ranks' losses add up to the whole call's loss, and
+    each rank's gradient is the whole call's gradient of its rows (what
+    train.sequences_per_call runs, DisCO's official grain)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    here = Path(__file__).parent
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": "2",
+           "PYTHONPATH": os.pathsep.join([str(here), os.environ.get("PYTHONPATH", "")])}
+    procs = [subprocess.Popen([sys.executable, str(here / "gather_worker.py"), str(tmp_path)],
+                              env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}) for r in (0, 1)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1)]
+    checked = [(name, i, hp) for name, i, hp in EXAMPLES if hp.needs().whole_groups]
+    assert checked and set(ranks[0]) == {f"{name}-{i}" for name, i, _ in checked}
+    for name, i, hp in checked:
+        whole = needed_only(mini_batch(), hp.needs())
+        loss = objective(name).loss(whole, hp).loss
+        (grad,) = torch.autograd.grad(loss, whole.logp)
+        key = f"{name}-{i}"
+        assert ranks[0][key]["loss"] + ranks[1][key]["loss"] == pytest.approx(loss.item(), rel=1e-5, abs=1e-7), key
+        torch.testing.assert_close(torch.cat([ranks[0][key]["grad"], ranks[1][key]["grad"]]), grad,
+                                   rtol=1e-5, atol=1e-7)
+
+
 # ---- a new objective is covered with nothing else edited --------------------------------------------
 
 

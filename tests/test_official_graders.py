@@ -5,7 +5,7 @@ import pytest
 
 from rlvr.schema import ConfigError
 from rlvr.grading.deepscaler import deepscaler_group, grade_mathd, grade_sympy, last_boxed
-from rlvr.grading.siren import siren_group
+from rlvr.grading.siren import siren_eval_group, siren_reward_group
 from rlvr.params import parse_params
 from rlvr.grading.grades import NO_ANSWER, OK
 from rlvr.grading.math_verify_grader import grade_group
@@ -17,7 +17,8 @@ def deepscaler(gold, response, answer_after="</think>"):
 
 
 def siren(gold, response):
-    return siren_group([gold], [response], 5, None).items[0]
+    """SIREN's evaluation half (eval_entropy.py)."""
+    return siren_eval_group([gold], [response], 5, None).items[0]
 
 
 @pytest.mark.parametrize("gold, answer, expected", [
@@ -66,9 +67,9 @@ def test_siren_verifies_the_whole_response_with_math_verify():
 
 
 def test_siren_majority_reboxes_the_most_common_answer():
-    g = siren_group(["4"], ["\\boxed{4}", "\\boxed{3}", "\\boxed{4.0}", "\\boxed{3}", "\\boxed{4}"], 5, None)
+    g = siren_eval_group(["4"], ["\\boxed{4}", "\\boxed{3}", "\\boxed{4.0}", "\\boxed{3}", "\\boxed{4}"], 5, None)
     assert g.majority_correct and sum(it.correct for it in g.items) == 3
-    g = siren_group(["4"], ["\\boxed{3}", "\\boxed{3}", "\\boxed{4}"], 5, None)
+    g = siren_eval_group(["4"], ["\\boxed{3}", "\\boxed{3}", "\\boxed{4}"], 5, None)
     assert not g.majority_correct
 
 
@@ -99,3 +100,76 @@ def test_the_pool_grades_with_the_named_grader():
 def test_grader_setting_is_checked():
     with pytest.raises(ConfigError, match="'verifier.grader' has unknown name 'deepscale' .did you mean 'deepscaler'"):
         parse_params({"verifier": {"grader": "deepscale"}})
+
+
+# ---- SIREN's two halves against its official functions, run side by side -----------------------------
+
+
+def official_siren_reward(solution_str: str, ground_truth: str) -> float:
+    """Linn3a/siren recipe/entropy/reward_score.py lines 4-17 (reward_func), its score."""
+    from math_verify import parse, verify
+
+    try:
+        acc = verify(parse(solution_str), parse(ground_truth))
+    except Exception:  # noqa: BLE001
+        acc = 0
+    return float(acc)
+
+
+def official_siren_eval(response: str, gold) -> bool:
+    """Linn3a/siren eval/eval_entropy.py lines 86-90 and 143-167: the first gold,
+    boxed unless it holds "boxed", verify(parse(response), gold)."""
+    from math_verify import parse, verify
+
+    gold = str(gold[0] if isinstance(gold, list) else gold)
+    gold_extracted = parse(gold) if "boxed" in gold else parse("\\boxed{{{}}}".format(gold))
+    try:
+        pred = parse(response)
+    except Exception:  # noqa: BLE001
+        pred = response
+    return bool(verify(pred, gold_extracted))
+
+
+BARE_GOLDS = ["\\frac{\\sqrt{3}}{2}", "3\\sqrt{2}", "2\\pi", "\\left( 3, \\frac{\\pi}{2} \\right)",
+              "(-\\infty, 2]", "\\text{even}", "a^2+b^2", "204", "\\frac{1}{2}", "(1,2)", "x^2+1"]
+
+
+def test_a_bare_gold_that_parses_to_nothing_earns_no_training_reward_as_officially():
+    """SIREN's training reward parses the gold as stored: \\frac{\\sqrt{3}}{2}
+    parses to nothing, so even the exact answer is 0 (official 0, ours 0); its
+    evaluation boxes the gold first, so there the same answer is correct."""
+    gold, response = "\\frac{\\sqrt{3}}{2}", "so \\boxed{\\frac{\\sqrt{3}}{2}}"
+    assert official_siren_reward(response, gold) == 0.0
+    assert siren_reward_group([gold], [response], 5, None).items[0].correct is False
+    assert official_siren_eval(response, gold) is True and siren(gold, response).correct is True
+
+
+@pytest.mark.parametrize("gold", BARE_GOLDS)
+@pytest.mark.parametrize("answer", ["GOLD", "3", "2", "\\frac{1}{2}", "0.5"])
+def test_sirens_halves_equal_its_official_functions(gold, answer):
+    response = f"The work. The answer is \\boxed{{{answer.replace('GOLD', gold)}}}."
+    assert float(siren_reward_group([gold], [response], 5, None).items[0].correct) == \
+        official_siren_reward(response, gold)
+    assert siren(gold, response).correct is official_siren_eval(response, gold)
+
+
+def test_sirens_halves_on_the_vendored_math_golds(repo):
+    """Side by side on 200 MATH training golds, each answered exactly and wrongly:
+    the port equals the official functions on every one (and the training half
+    rejects some exact answers, as officially: the bare golds it cannot parse)."""
+    from rlvr.data import sources
+
+    records = sources.load_vendored("math_train", repo / "data" / "vendor")[::37][:200]
+    rejected = 0
+    for r in records:
+        for response in (f"\\boxed{{{r.answer}}}", "\\boxed{12345}"):
+            official = official_siren_reward(response, r.answer)
+            assert float(siren_reward_group([r.answer], [response], 5, None).items[0].correct) == official, r.answer
+            assert siren(r.answer, response).correct is official_siren_eval(response, r.golds), r.answer
+            rejected += response != "\\boxed{12345}" and official == 0.0
+    assert 0 < rejected < len(records) / 2
+
+
+def test_sirens_evaluation_reads_only_the_first_gold():
+    assert siren_eval_group(["4", "5"], ["\\boxed{5}"], 5, None).items[0].correct is False
+    assert siren_eval_group(["4", "5"], ["\\boxed{4}"], 5, None).items[0].correct is True

@@ -129,16 +129,20 @@ DRY_RUNS = [REPO / "params" / f"{name}.yaml" for name in
             ("disco_1.5b", "disco_8b", "siren_qwen2.5-math-7b", "siren_llama3.1-8b")]
 
 
-def test_the_32k_profile_is_the_8k_recipe_at_32k_tokens_without_training():
+@pytest.mark.parametrize("size, released", [
+    ("1.5b", {"agentica-org/DeepScaleR-1.5B-Preview", "ganglii/DisCO-1.5B-logL", "ganglii/DisCO-1.5B-Lratio"}),
+    ("7b", {"ganglii/DisCO-7B-logL", "ganglii/DisCO-7B-Lratio",
+            "Xuerui2312/DeepSeek-R1-Distill-Qwen-7B-TRPA-DeepScaleR-verl0326"}),
+])
+def test_the_32k_profile_is_the_8k_recipe_at_32k_tokens_without_training(size, released):
     """DisCO's eval_model_32k.sh differs from eval_model_8k.sh only in response_length."""
     raw_a, raw_b = (yaml.safe_load((REPO / "params" / f"{n}.yaml").read_text())
-                    for n in ("disco_1.5b_eval32k", "disco_1.5b"))
+                    for n in (f"disco_{size}_eval32k", f"disco_{size}"))
     assert raw_a["methods"] == {} and raw_a["checkpoints"] == raw_b["checkpoints"]
     assert raw_a["eval"] == {**raw_b["eval"], "max_new_tokens": 32768, "max_model_len": 33792}
     assert {k: v for k, v in raw_a.items() if k not in ("methods", "eval")} == \
         {k: v for k, v in raw_b.items() if k not in ("methods", "eval")}
-    assert set(raw_b["checkpoints"].values()) == {"agentica-org/DeepScaleR-1.5B-Preview", "ganglii/DisCO-1.5B-logL",
-                                                  "ganglii/DisCO-1.5B-Lratio"}
+    assert set(raw_b["checkpoints"].values()) == released
 
 
 def objectives_of(params) -> set[str]:
@@ -152,7 +156,8 @@ def test_every_left_out_dry_run_has_a_twin():
     test_siren_ablations) and `report:`."""
     twin = {"disco_7b": "disco_1.5b", "disco_1.5b_dapo_math": "disco_1.5b", "siren_qwen2.5-math-1.5b":
             "siren_qwen2.5-math-7b", "disco_1.5b_ablations": "disco_1.5b",
-            "siren_qwen2.5-math-7b_ablations": "siren_qwen2.5-math-7b", "disco_1.5b_eval32k": "disco_1.5b"}
+            "siren_qwen2.5-math-7b_ablations": "siren_qwen2.5-math-7b", "disco_1.5b_eval32k": "disco_1.5b",
+            "disco_7b_eval32k": "disco_7b"}
     assert {p.stem for p in RECIPES} == {p.stem for p in DRY_RUNS} | set(twin)
     for name, other in twin.items():
         a, b = (load_params(REPO / "params" / f"{n}.yaml") for n in (name, other))

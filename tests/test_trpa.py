@@ -92,3 +92,43 @@ def test_needs_whole_groups_and_the_reference_and_checks_its_settings():
         b = batch([1.0, 0, 0, 1, 1, 1])
         b.ref_logp = None
         trpa(b, settings("trpa"))
+
+
+def test_four_levels_pair_every_two_levels_and_weigh_only_correct_winners():
+    """Group 1 levels [1, 3, 4] with s = [-2, -1, -4]: pairs (1 > 3) and (1 > 4)
+    at anisotropy x beta = 0.25, (3 > 4) at beta = 0.1. Group 2 levels
+    [2, 2, 4] with s = [-1, -2, -3]: (2 > 4) twice at beta, the two level-2
+    responses do not pair: the mean of the five losses."""
+    b = batch([1.0, 0, 0, 0, 0, 0])
+    b.levels = torch.tensor([1, 3, 4, 2, 2, 4])
+    out = trpa(b, settings("trpa", beta=0.1, anisotropy=2.5))
+    losses = [softplus(-0.25 * (-2 - -1)), softplus(-0.25 * (-2 - -4)), softplus(-0.1 * (-1 - -4)),
+              softplus(-0.1 * (-1 - -3)), softplus(-0.1 * (-2 - -3))]
+    assert out.metrics["trpa_pairs"].item() == 5
+    assert out.loss.item() == pytest.approx(sum(losses) / 5, rel=1e-6)
+
+
+def test_a_group_with_no_correct_answer_still_pairs_its_wrong_against_its_unanswered():
+    """Both groups all wrong by reward: with two levels only, no pair (the
+    fallback); with the official levels, a wrong answer (2) beats an empty
+    one (3) and a missing one (4)."""
+    b = batch([0.0, 0, 0, 0, 0, 0])
+    assert trpa(b, settings("trpa")).metrics["trpa_pairs"].item() == 0
+    b.levels = torch.tensor([2, 3, 4, 4, 4, 4])
+    out = trpa(b, settings("trpa", beta=0.1))
+    # group 1: s = [-2, -1, -4]: (2 > 3), (2 > 4), (3 > 4); group 2 all level 4: none
+    expected = (softplus(-0.1 * (-2 - -1)) + softplus(-0.1 * (-2 - -4)) + softplus(-0.1 * (-1 - -4))) / 3
+    assert out.metrics["trpa_pairs"].item() == 3
+    assert out.loss.item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_the_levels_come_from_the_grades_as_the_official_reward_sets_them():
+    """deepscaler's grades: correct 1, wrong 2, an empty box 3, no box or no
+    </think> 4 (math_reward_pl.py lines 36-86)."""
+    from rlvr.grading.deepscaler import deepscaler_group
+    from rlvr.grading.grades import preference_level
+
+    responses = ["<think>x</think> \\boxed{4}", "<think>x</think> \\boxed{5}", "<think>x</think> \\boxed{}",
+                 "<think>x</think> no box", "\\boxed{4} without the end of thinking"]
+    grades = deepscaler_group(["4"], responses, 5, "</think>").items
+    assert [preference_level(g) for g in grades] == [1, 2, 3, 4, 4]

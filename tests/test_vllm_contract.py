@@ -7,6 +7,7 @@ sleep and wake exactly as on a GPU (only the workers' memory moves are
 no-ops), and the weight reload is the GPU model runner's own method.
 """
 
+import gc
 import inspect
 import typing
 
@@ -74,6 +75,7 @@ def test_the_gpu_call_sequence_runs_on_a_cpu_engine(tiny_model):
     reset_prefix_cache, as the trainer calls them each step: the engine is
     asleep in between, fully awake only after the second wake, and generates
     with the pushed weights."""
+    gc.collect()  # an engine an earlier test left tears vLLM's process-wide groups down when collected
     engine = RolloutEngine(str(tiny_model), dtype="float32", max_model_len=128, kv_cache_gib=1, seed=0,
                            sleep_mode=True)
     woke = []
@@ -92,3 +94,4 @@ def test_the_gpu_call_sequence_runs_on_a_cpu_engine(tiny_model):
         assert engine.generate(["1 + 1 ="], **greedy)[0][0].token_ids != before
     finally:
         del engine
+        gc.collect()

@@ -111,7 +111,9 @@ class EvalParams:
     k_per_set: dict[str, int] = field(default_factory=dict)  # samples for a set other than k (SIREN: AIME 256)
     temperature: float = 0.6  # sampling temperature
     top_p: float = 0.95  # nucleus sampling
-    max_new_tokens: int = 256  # the longest response
+    # the longest response (null: until the evaluation context ends, as a vLLM call with an uncapped
+    # max_tokens, SIREN's Qwen evaluation: 4,096 tokens minus the prompt)
+    max_new_tokens: int | None = 256
     limits: dict[str, int] = field(default_factory=dict)  # benchmark -> max problems (absent: all)
     out_dir: str = "reports/eval"  # where each run's evaluation is written
     gpu_memory_utilization: float = 0.9  # vLLM's share of the GPU in evaluation, where nothing else runs there
@@ -225,7 +227,7 @@ def check_params(p: Params, problems: list[str]) -> None:
         problems.append(f"'eval.temperature' must be >= 0, got {p.eval.temperature}")
     eval_len, eval_len_key = ((p.eval.max_model_len, "eval.max_model_len") if p.eval.max_model_len
                               else (p.engine.max_model_len, "engine.max_model_len"))
-    if p.eval.max_new_tokens >= eval_len:
+    if p.eval.max_new_tokens is not None and p.eval.max_new_tokens >= eval_len:
         problems.append(
             f"'eval.max_new_tokens' ({p.eval.max_new_tokens}) leaves no room for the prompt within "
             f"'{eval_len_key}' ({eval_len}); raise it or lower max_new_tokens"

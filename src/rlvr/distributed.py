@@ -95,6 +95,34 @@ def gather(obj) -> list:
     return out
 
 
+class _GatherRows(torch.autograd.Function):
+    """Every rank's rows of a tensor, concatenated in rank order, with gradient:
+    each rank computes the same loss of the gathered rows, so a row's gradient
+    is the sum over ranks of that loss's gradient, and its own rank takes it
+    (torch.distributed.nn's all_gather, written with an all-reduce, which gloo
+    has, instead of a reduce-scatter, which it has not)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        world = torch.distributed.get_world_size()
+        ctx.rank, ctx.rows = torch.distributed.get_rank(), x.shape[0]
+        parts = [torch.empty_like(x) for _ in range(world)]
+        torch.distributed.all_gather(parts, x.contiguous())
+        return torch.cat(parts)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        grad = grad.contiguous().clone()
+        torch.distributed.all_reduce(grad, op=torch.distributed.ReduceOp.SUM)
+        return grad[ctx.rank * ctx.rows : (ctx.rank + 1) * ctx.rows]
+
+
+def gather_rows(x: torch.Tensor) -> torch.Tensor:
+    """[rows, ...] of every rank (each the same number of rows), in rank order;
+    differentiable (see _GatherRows). One rank: `x` itself."""
+    return _GatherRows.apply(x) if _active() else x
+
+
 def all_sum(values: list[float]) -> list[float]:
     if not _active():
         return list(values)

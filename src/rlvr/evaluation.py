@@ -102,10 +102,12 @@ class Evaluator:
 
     def __init__(self, params: Params, model_path: str, rollout_engine=None,
                  sets: dict[str, list[Record]] | None = None,
-                 profile: EvalParams | ValidationParams | None = None, prompt: PromptParams | None = None):
+                 profile: EvalParams | ValidationParams | None = None, prompt: PromptParams | None = None,
+                 grading: str = "eval"):
+        """`grading`: the grader's half, eval or train (validation during training grades as the rewards do)."""
         from rlvr.rollout_engine import RolloutEngine
 
-        self.params, self.ranks = params, distributed.ranks_from_env()
+        self.params, self.ranks, self.grading = params, distributed.ranks_from_env(), grading
         self.sets = eval_sets(params) if sets is None else sets
         self.profile = params.eval if profile is None else profile
         self.prompt = params.prompt if prompt is None else prompt
@@ -119,10 +121,16 @@ class Evaluator:
     @classmethod
     def validation(cls, params: Params, model_path: str, rollout_engine, prompt: PromptParams) -> "Evaluator":
         """The trainer's validation: the problems held out of the training mixture
-        with the validation profile and the training prompt, in its own engine."""
+        with the validation profile, the training prompt and the training
+        reward's grading (verl validates with the reward function), in its own engine."""
         held_out = read_records(params.data.validation_file)
         return cls(params, model_path, rollout_engine, sets={"validation": held_out}, profile=params.validation,
-                   prompt=prompt)
+                   prompt=prompt, grading="train")
+
+    def context_len(self) -> int:
+        """The evaluation engine's context: a response with no cap of its own
+        (eval.max_new_tokens null) stops where it ends (vLLM's length cap)."""
+        return self.params.eval.max_model_len or self.params.engine.max_model_len
 
     def settings_id(self) -> str:
         """What evaluation results depend on besides the weights."""
@@ -139,11 +147,12 @@ class Evaluator:
         counts = [ev.k_for(name) for name, _ in mine]
         t0 = time.perf_counter()
         completions = self.rollout_engine.generate(prompts, n=counts, temperature=ev.temperature, top_p=ev.top_p,
-                                                   max_tokens=ev.max_new_tokens, progress=self.ranks.main,
+                                                   max_tokens=ev.max_new_tokens or self.context_len(),
+                                                   progress=self.ranks.main,
                                                    logprobs=True)
         gen_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        with Verifier.from_params(self.params) as verifier:
+        with Verifier.from_params(self.params, half=self.grading) as verifier:
             grades = verifier.grade([(r.golds, [c.text for c in cs]) for (_, r), cs in zip(mine, completions)],
                                     desc=f"verify {label}" if self.ranks.main else None)
             counts = verifier.counts.summary()

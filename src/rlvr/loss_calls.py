@@ -1,6 +1,9 @@
 """How one rank's share of a mini-batch is cut into loss calls.
 
-A row is one response of a group: `(group, i)`. By `train.max_tokens_per_call`:
+A row is one response of a group: `(group, i)`. By `train.sequences_per_call`
+(> 0: calls of that many responses, in the order the ranks' rows were laid
+out, so the ranks' k-th calls together hold whole groups), else by
+`train.max_tokens_per_call`:
 
 - 0: `micro_batch_questions` whole groups per call, in order (the CPU default);
 - N > 0: bins of at most N tokens as the forward pass sees them (rows x the
@@ -80,12 +83,15 @@ def split_to(bins: list[list[list[Row]]], k: int) -> list[list[list[Row]]]:
     return bins
 
 
-def plan_calls(rows: list[Row], train, whole_groups: bool, agree: bool = True) -> list[list[Row]]:
+def plan_calls(rows: list[Row], train, whole_groups: bool, agree: bool = True, call_rows: int = 0) -> list[list[Row]]:
     """This rank's loss calls over `rows` (its part of one mini-batch; with
     `whole_groups`, every group's rows together and in order). `agree`: all
     ranks make the same number of calls (a collective; the gradient-free
-    pi_old pass needs no agreement)."""
+    pi_old pass needs no agreement). `call_rows` > 0: calls of that many rows
+    in order (train.sequences_per_call; the rows are laid out call by call)."""
     n = train.responses_per_question
+    if call_rows > 0:
+        return [rows[i : i + call_rows] for i in range(0, len(rows), call_rows)]
     if train.max_tokens_per_call <= 0:
         size = train.micro_batch_questions * n
         return [rows[i : i + size] for i in range(0, len(rows), size)]

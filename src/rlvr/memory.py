@@ -27,6 +27,7 @@ from rlvr.methods import MethodConfig, method_config
 from rlvr.params import load_params
 from rlvr.policy import HEAD_BLOCK_LOGITS
 from rlvr.schema import ConfigError
+from rlvr.train_config import call_rows
 
 GIB = 1 << 30
 GPU_80GB_GIB = 79.2  # what torch.cuda.get_device_properties reports for an "80 GB" A100 or H100
@@ -113,14 +114,22 @@ VLLM_ASLEEP = 1 * GIB  # what a sleeping engine keeps (CUDA graph pools, its all
 HEAD_BLOCK = HEAD_BLOCK_LOGITS  # float32 logits per LM-head row block on a GPU
 
 
+def loss_call_rows(method: MethodConfig, params: Params) -> int:
+    """Sequences of a loss call sized by count: train.sequences_per_call (for
+    this many ranks), or micro_batch_questions whole groups."""
+    t = method.train
+    rows = call_rows(t, params.launcher.world, method.objective.needs().whole_groups)
+    return rows if rows > 0 else t.micro_batch_questions * t.responses_per_question
+
+
 def loss_call_tokens(method: MethodConfig, params: Params) -> int:
     """Tokens of the largest loss call, padding included: the token budget
-    (train.max_tokens_per_call), or micro_batch_questions whole groups of
-    sequences as long as the engine admits (max_model_len holds prompt and response)."""
+    (train.max_tokens_per_call), or its sequences as long as the engine admits
+    (max_model_len holds prompt and response)."""
     t = method.train
     if t.max_tokens_per_call > 0:
         return t.max_tokens_per_call
-    return t.micro_batch_questions * t.responses_per_question * params.engine.max_model_len
+    return loss_call_rows(method, params) * params.engine.max_model_len
 
 
 def loss_call_response_tokens(method: MethodConfig, params: Params) -> int:
@@ -128,7 +137,7 @@ def loss_call_response_tokens(method: MethodConfig, params: Params) -> int:
     t = method.train
     if t.max_tokens_per_call > 0:
         return t.max_tokens_per_call
-    return t.micro_batch_questions * t.responses_per_question * t.max_response_tokens
+    return loss_call_rows(method, params) * t.max_response_tokens
 
 
 def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: float) -> dict:
@@ -186,9 +195,25 @@ def problems(params: Params, method: MethodConfig, est: dict, gpu_bytes: float) 
     if est["update_total"] > gpu_bytes:
         out.append(f"methods.{name}: the update needs {est['update_total'] / GIB:.1f} GiB of {gib:.1f}: its "
                    f"largest loss call holds {est['tokens']:,} tokens ({est['update']['activations'] / GIB:.1f} GiB "
-                   "of activations); lower train.max_tokens_per_call (or train.micro_batch_questions without it) or "
-                   "train.max_response_tokens, or turn on train.gradient_checkpointing")
+                   f"of activations); {smaller_call(method, params, est, gpu_bytes)}")
     return out
+
+
+def smaller_call(method: MethodConfig, params: Params, est: dict, gpu_bytes: float) -> str:
+    """The setting that sizes the loss call, and the value that would fit (activations scale with its tokens)."""
+    t = method.train
+    room = gpu_bytes - (est["update_total"] - est["update"]["activations"])
+    share = max(room, 0) / est["update"]["activations"]
+    if t.max_tokens_per_call > 0:
+        fix = f"lower train.max_tokens_per_call ({t.max_tokens_per_call:,}) to about {int(t.max_tokens_per_call * share):,}"
+    elif t.sequences_per_call > 0:
+        fix = f"lower train.sequences_per_call ({t.sequences_per_call}) to {int(t.sequences_per_call * share)}"
+    else:
+        fix = f"lower train.micro_batch_questions ({t.micro_batch_questions}) to {int(t.micro_batch_questions * share)}"
+    if share < 1 / loss_call_rows(method, params):
+        fix = "no loss call of one sequence fits: lower train.max_response_tokens"
+    checkpointing = "" if t.gradient_checkpointing else ", or turn on train.gradient_checkpointing"
+    return fix + checkpointing
 
 
 def check(params: Params, gpu_bytes: float, shape: ModelShape | None = None,

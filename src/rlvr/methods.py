@@ -85,7 +85,9 @@ def parse_recipe(raw: dict, source: str = "params") -> Params:
 def check_with_objective(where: str, t: TrainParams, hp: ObjectiveParams, params: Params,
                          problems: list[str]) -> None:
     """The training settings' rules that depend on the objective (the others: rlvr.config.check_train)."""
-    if hp.needs().whole_groups and t.max_tokens_per_call > 0:
+    if hp.needs().whole_groups and t.sequences_per_call > 0:
+        check_rank_shares(where, t, params.launcher.world, problems, needs_groups=hp.objective)
+    elif hp.needs().whole_groups and t.max_tokens_per_call > 0:
         if t.mini_batch_questions >= 1 and t.mini_batch_questions % params.launcher.world:
             check_rank_shares(where, t, params.launcher.world, problems, needs_groups=hp.objective)
         check_token_budget(where, t, params.engine.max_model_len, problems, needs_groups=hp.objective)

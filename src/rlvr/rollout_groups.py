@@ -25,6 +25,7 @@ import torch
 from rlvr import distributed
 from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record
+from rlvr.grading.grades import preference_level
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Group:
     rewards: list[float]  # shaped rewards the objective sees
     correct: list[bool]  # verifier result
     old_logp: list[torch.Tensor | None] | None = None  # per response, once the update measured it
+    levels: list[int] | None = None  # preference levels (rlvr.grading.grades.preference_level); None: from correct
 
     @property
     def informative(self) -> bool:
@@ -89,8 +91,9 @@ def shaped_rewards(correct: list[bool], lengths: list[int], train) -> list[float
 
 
 def rows_shared(train, world: int) -> bool:
-    """The ranks share a mini-batch's responses, not its questions."""
-    return train.mini_batch_questions % world != 0
+    """The ranks share a mini-batch's responses, not its questions: a mini-batch
+    of fewer questions than ranks, or calls of train.sequences_per_call responses."""
+    return train.mini_batch_questions % world != 0 or train.sequences_per_call > 0
 
 
 def share_unit(train, world: int) -> int:
@@ -159,7 +162,7 @@ class RolloutCollector:
             groups.append(Group(rec, comps[0].prompt_token_ids, [c.token_ids for c in comps],
                                 [c.truncated for c in comps],
                                 shaped_rewards(correct, lengths, self.settings),
-                                correct))
+                                correct, levels=[preference_level(it) for it in g.items]))
             tokens += sum(lengths)
         return groups, tokens
 

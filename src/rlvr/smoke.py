@@ -157,7 +157,7 @@ def check_grader(params, report: Report) -> None:
     records = read_records(params.data.train_dir / "train.jsonl")[:16]
     marker = params.prompt.answer_after or ""
     groups = [(r.golds, [f"Reasoning.{marker} The answer is \\boxed{{{r.golds[0]}}}."]) for r in records]
-    with Verifier.from_params(params) as v:
+    with Verifier.from_params(params, half="train") as v:
         grades = v.grade(groups)
         counts, info = v.counts.summary(), v.worker_info[0]
     right = sum(g.items[0].correct for g in grades)

@@ -22,6 +22,9 @@ class TrainParams:
     mini_batch_questions: int = 4  # questions per optimizer step; B / this = updates per rollout step
     micro_batch_questions: int = 2  # questions per loss call (all n responses of each), when max_tokens_per_call is 0
     max_tokens_per_call: int = 0  # > 0: loss calls are bins of at most this many tokens per GPU (rlvr.loss_calls)
+    # > 0: every loss call holds this many responses per GPU, laid out so that the ranks' calls together
+    # hold whole groups (DisCO's official 4: an objective that compares a group's responses gathers them)
+    sequences_per_call: int = 0
     padding_free: bool = False  # a loss call's sequences in one row, no padding (rlvr.policy.pack_flat)
     epochs_per_step: int = 1  # passes over a step's rollouts (optimizer steps: this x B / mini-batch)
     max_response_tokens: int = 96  # the longest sampled response
@@ -61,6 +64,9 @@ def check_train(where: str, t: TrainParams, params: Params, problems: list[str])
     if t.mini_batch_questions < 1 or t.questions_per_step % max(t.mini_batch_questions, 1):
         problems.append(f"'train.mini_batch_questions' ({t.mini_batch_questions}) must divide "
                         f"'train.questions_per_step' ({t.questions_per_step})")
+    if t.sequences_per_call < 0 or (t.sequences_per_call > 0 and t.max_tokens_per_call > 0):
+        problems.append(f"'{where}': train.sequences_per_call ({t.sequences_per_call}) and max_tokens_per_call "
+                        f"({t.max_tokens_per_call}) both size the loss calls: set one, the other 0")
     if t.max_tokens_per_call < 0:
         problems.append(f"'train.max_tokens_per_call' must be >= 0 (0: micro_batch_questions groups per call), "
                         f"got {t.max_tokens_per_call}")
@@ -102,6 +108,14 @@ def check_rank_shares(where: str, t: TrainParams, world: int, problems: list[str
         "launcher.procs_per_node x launcher.nodes)"
     if m < 1:
         return  # reported with questions_per_step
+    if t.sequences_per_call > 0:
+        rows = call_rows(t, world, bool(needs_groups))
+        if (m * n) % (world * rows):
+            whole = f" ({rows}: the calls of all ranks together hold whole groups of {needs_groups})" \
+                if rows != t.sequences_per_call else ""
+            problems.append(f"'{where}': a mini-batch's responses (mini_batch_questions x responses_per_question = "
+                            f"{m * n}) must split into loss calls of {rows} responses{whole} on each of {ranks}")
+        return
     if m % world == 0:
         if t.max_tokens_per_call <= 0 and (t.micro_batch_questions < 1 or (m // world) % t.micro_batch_questions):
             problems.append(f"'train.micro_batch_questions' ({t.micro_batch_questions}) must divide each rank's "
@@ -116,6 +130,18 @@ def check_rank_shares(where: str, t: TrainParams, world: int, problems: list[str
         problems.append(f"'{where}': the ranks share each mini-batch's responses, so mini_batch_questions x "
                         f"responses_per_question ({m * n}) must be a multiple of {ranks}, and "
                         f"questions_per_step ({t.questions_per_step}) of {math.lcm(m, world)}")
+
+
+def call_rows(t: TrainParams, world: int, whole_groups: bool) -> int:
+    """Responses per loss call on each rank under train.sequences_per_call (0:
+    not set): its value, or, for an objective that compares a group's
+    responses, the smallest multiple of it whose calls on all ranks together
+    hold whole groups (DisCO's 4 of 8 on 8 GPUs: 4, four groups per call; on
+    one GPU: 8, one group)."""
+    rows = t.sequences_per_call
+    while rows > 0 and whole_groups and (world * rows) % t.responses_per_question:
+        rows += t.sequences_per_call
+    return rows
 
 
 def check_token_budget(where: str, t: TrainParams, max_model_len: int, problems: list[str],

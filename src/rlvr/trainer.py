@@ -113,7 +113,7 @@ class Trainer(RunOutputs):
             self.rollout_engine = RolloutEngine.from_params(self.model_path, self.params.engine,
                                                             self.params.model.dtype, seed=rollout_seed,
                                                             sleep_mode=True)
-        self.verifier = Verifier.from_params(self.params)
+        self.verifier = Verifier.from_params(self.params, half="train")
         self.collector = RolloutCollector(self.rollout_engine, self.verifier, self.tokenizer, self.prompt,
                                           self.settings, self.sampler, self.ranks)
         return self._resume(state)

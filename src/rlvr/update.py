@@ -27,6 +27,7 @@ from rlvr.loss_calls import Row, plan_calls, row_tokens, rows_of
 from rlvr.objectives.base import MiniBatchTotals, PolicyBatch, policy_kl
 from rlvr.policy import ENTROPIES, Packed, evaluate_tokens, pack, pack_flat
 from rlvr.step_metrics import StepMetrics
+from rlvr.train_config import call_rows
 
 
 class EntropyMeter:
@@ -108,6 +109,7 @@ class PolicyUpdate:
             raise ValueError(f"{objective.objective} with these settings needs a reference model (ref_model)")
         # loss calls of whole groups: by micro_batch_questions, or the objective needs them
         self.whole_groups = train.max_tokens_per_call <= 0 or self.needs.whole_groups
+        self.call_rows = call_rows(train, ranks.world, self.needs.whole_groups)  # 0: calls by groups or tokens
         self.topp = {"top_p": self.needs.topp[0], "top_k": self.needs.topp[1]}
         self.reuse_first_forward = True  # False: a separate pi_old pass for every group (tests compare the two)
 
@@ -123,11 +125,14 @@ class PolicyUpdate:
         world, rank, m = self.ranks.world, self.ranks.rank, self.train.mini_batch_questions
         if not rows_shared(self.train, world):
             return [rows_of(order[i : i + m // world]) for i in range(0, len(order), m // world)]
-        out = []
+        out, s = [], self.call_rows
         for i in range(0, len(order), m):
             rows = rows_of(order[i : i + m])
-            part = len(rows) // world
-            out.append(rows[rank * part : (rank + 1) * part])
+            if s > 0:  # call k of every rank together: rows [k W s, (k + 1) W s) of the mini-batch, in order
+                out.append([r for k in range(0, len(rows), world * s) for r in rows[k + rank * s : k + (rank + 1) * s]])
+            else:
+                part = len(rows) // world
+                out.append(rows[rank * part : (rank + 1) * part])
         return out
 
     def packed(self, rows: list[Row]) -> Packed:
@@ -166,7 +171,7 @@ class PolicyUpdate:
     @torch.no_grad()
     def old_logprobs(self, rows: list[Row], meter: EntropyMeter) -> None:
         """pi_old's log-probs of `rows`, and their entropies into `meter`."""
-        for call in plan_calls(rows, self.train, self.whole_groups, agree=False):
+        for call in plan_calls(rows, self.train, self.whole_groups, agree=False, call_rows=self.call_rows):
             packed = self.packed(call)
             out = evaluate_tokens(self.engine.module, packed, self.train.temperature, entropies=ENTROPIES,
                                   topp=self.topp)
@@ -183,6 +188,7 @@ class PolicyUpdate:
         if self.ref_model is not None:
             with torch.no_grad():
                 ref = evaluate_tokens(self.ref_model, packed, self.train.temperature)["logp"]
+        gathered = self.call_rows > 0 and self.ranks.world > 1
         return PolicyBatch(
             logp=out["logp"], old_logp=old, mask=packed.response_mask,
             rewards=torch.tensor([g.rewards[i] for g, i in rows], device=self.device),
@@ -191,6 +197,9 @@ class PolicyUpdate:
             max_response_len=max(self.train.max_response_tokens, packed.response_ids.shape[1]),
             ref_logp=ref, entropy=out.get("entropy"), topp_entropy=out.get("topp_entropy"),
             entropy_anchor=anchor, totals=totals,
+            gather=distributed.gather_rows if gathered else None, gather_ranks=self.ranks.world if gathered else 1,
+            levels=None if any(g.levels is None for g, _ in rows) else
+            torch.tensor([g.levels[i] for g, i in rows], device=self.device),
         )
 
     def mini_batch_totals(self, mini_batches: list[list[Row]]) -> list[MiniBatchTotals]:
@@ -227,7 +236,7 @@ class PolicyUpdate:
         """Each mini-batch's loss calls, then one optimizer step."""
         skipped, steps = 0, 0
         for mb, totals in zip(mini_batches, self.mini_batch_totals(mini_batches)):
-            for rows in plan_calls(mb, self.train, self.whole_groups):
+            for rows in plan_calls(mb, self.train, self.whole_groups, call_rows=self.call_rows):
                 skipped += self._loss_call(rows, totals, meter, metrics, anchor, first_update=steps == 0)
             self.engine.step()
             steps += 1

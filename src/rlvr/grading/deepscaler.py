@@ -14,7 +14,7 @@ import re
 import signal
 from contextlib import contextmanager
 
-from rlvr.grading.grades import NO_ANSWER, OK, TIMEOUT, Grade, GroupGrade, answer_part, majority_correct
+from rlvr.grading.grades import EMPTY, NO_ANSWER, OK, TIMEOUT, Grade, GroupGrade, answer_part, majority_correct
 
 
 def _strip_string(string: str) -> str:
@@ -262,9 +262,13 @@ def deepscaler_group(golds: list[str], responses: list[str], timeout_s: int, ans
     items, answers = [], []
     for text in responses:
         answer = last_boxed(answer_part(text, answer_after))
-        if answer is None:
+        if answer is None:  # no box, or an unbalanced one (TRPA's level 4)
             items.append(Grade(False, "", NO_ANSWER))
             answers.append(None)
+            continue
+        if answer == "":  # an empty box: wrong, and told apart (TRPA's level 3); it still votes in maj@k
+            items.append(Grade(False, "", EMPTY))
+            answers.append(answer)
             continue
         try:
             with _time_limit(timeout_s):

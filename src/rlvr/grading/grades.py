@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 # A grade's status. TOO_LONG: the answer is longer than a grader parses whole; it is no
-# answer (never a grade of a fragment of it) and counted apart.
-OK, NO_ANSWER, TOO_LONG, TIMEOUT, ERROR = "ok", "no_answer", "too_long", "timeout", "error"
+# answer (never a grade of a fragment of it) and counted apart. EMPTY: an empty final box
+# (`\boxed{}`), which deepscaler tells from no answer (TRPA's preference levels).
+OK, NO_ANSWER, EMPTY, TOO_LONG, TIMEOUT, ERROR = "ok", "no_answer", "empty_answer", "too_long", "timeout", "error"
 FAILED = (TIMEOUT, ERROR)  # statuses where the grader could not decide
 
 
@@ -50,8 +51,21 @@ class GradeCounts:
 
     def summary(self) -> dict[str, int]:
         return {"graded": self.total, "parse_failures": self.by_status[NO_ANSWER],
-                "too_long": self.by_status[TOO_LONG], "timeouts": self.by_status[TIMEOUT],
+                "empty_answers": self.by_status[EMPTY], "too_long": self.by_status[TOO_LONG],
+                "timeouts": self.by_status[TIMEOUT],
                 "errors": self.by_status[ERROR], "compare_errors": self.compare_errors}
+
+
+def preference_level(grade: Grade) -> int:
+    """TRPA's preference level of a graded response (its DeepScaleR reward,
+    deepscaler/rewards/math_reward_pl.py lines 36-86): 1 correct, 2 a wrong
+    answer, 3 an empty answer, 4 no answer (no `</think>`, no box, or one too
+    long to grade)."""
+    if grade.correct:
+        return 1
+    if grade.status == EMPTY:
+        return 3
+    return 4 if grade.status in (NO_ANSWER, TOO_LONG) else 2
 
 
 def answer_part(text: str, answer_after: str | None) -> str:

@@ -105,12 +105,14 @@ class Verifier:
 
     def __init__(self, workers: int = 2, timeout_s: float = 5, group_timeout_s: float = 60, memory_mb: int = 2048,
                  answer_after: str | None = None, grader: str = "math_verify", call_timeout_s: float = 600,
-                 fail_when_nothing_graded: bool = True):
+                 fail_when_nothing_graded: bool = True, half: str = "eval"):
+        """`half`: train (rewards, validation during training) or eval (the
+        evaluation): a paper's grader may grade them differently (rlvr.grading.graders)."""
         from rlvr.config import GRADERS
 
-        if grader not in GRADERS:
-            raise ValueError(f"unknown grader '{grader}'; valid: {', '.join(GRADERS)}")
-        self.answer_after, self.grader = answer_after, grader
+        if grader not in GRADERS or half not in ("train", "eval"):
+            raise ValueError(f"unknown grader '{grader}' or half '{half}'; valid: {', '.join(GRADERS)}; train, eval")
+        self.answer_after, self.grader, self.half = answer_after, grader, half
         self.timeout_s = max(1, int(round(timeout_s)))
         self.group_timeout_s, self.call_timeout_s = group_timeout_s, call_timeout_s
         self.memory_mb, self.fail_when_nothing_graded = memory_mb, fail_when_nothing_graded
@@ -126,11 +128,12 @@ class Verifier:
             raise
 
     @classmethod
-    def from_params(cls, params) -> "Verifier":
+    def from_params(cls, params, half: str = "eval") -> "Verifier":
         """verifier.workers per node: the ranks of a node split them."""
         v = params.verifier
         workers = max(1, v.workers // params.launcher.procs_per_node)
-        return cls(workers, v.timeout_s, v.group_timeout_s, answer_after=params.prompt.answer_after, grader=v.grader)
+        return cls(workers, v.timeout_s, v.group_timeout_s, answer_after=params.prompt.answer_after, grader=v.grader,
+                   half=half)
 
     @property
     def worker_info(self) -> list[dict]:
@@ -181,7 +184,7 @@ class Verifier:
                 self._replace(self._workers[k])  # died while idle (killed from outside): its group is not lost
             while self._workers[k].job is None and todo:
                 i = todo.popleft()
-                job = (self.grader, *groups[i], self.timeout_s, self.answer_after)
+                job = (self.grader, self.half, *groups[i], self.timeout_s, self.answer_after)
                 if not self._workers[k].send(i, job, self.group_timeout_s):
                     self._replace(self._workers[k])
                     lost.append(i)

@@ -1,9 +1,17 @@
 """SIREN's grader (`verifier.grader: siren_official`), written from its
-official code (Linn3a/siren, recipe/entropy/reward_score.py and
-eval/eval_entropy.py): math-verify on the whole response, the parsed
-response as verify's first argument.
+official code (Linn3a/siren), one function per half, since the two differ:
 
-Runs inside a grading worker (its time and memory limits).
+- training rewards (and validation during training, the same reward
+  function in verl), recipe/entropy/reward_score.py lines 4-17:
+  `verify(parse(response), parse(ground_truth))`, the gold parsed as stored
+  (a bare `\\frac{\\sqrt{3}}{2}` parses to nothing, so no response earns it);
+  an exception is 0;
+- evaluation, eval/eval_entropy.py lines 86-90 and 143-167: the first gold
+  only, boxed unless it holds "boxed", `verify(parse(response), gold)`.
+
+Both parse the whole response and put the prediction first in verify (the
+official order; math-verify reads its first argument as the gold). Runs
+inside a grading worker (its time and memory limits).
 """
 
 from __future__ import annotations
@@ -13,11 +21,28 @@ from math_verify import parse, verify
 from rlvr.grading.grades import ERROR, NO_ANSWER, OK, Grade, GroupGrade, answer_part
 
 
-def siren_group(golds: list[str], responses: list[str], timeout_s: int, answer_after: str | None) -> GroupGrade:
-    """eval_entropy.py: parse the whole response, box the gold unless it is
-    boxed, verify(prediction, gold) (the prediction first, as the official
-    call); an exception is a wrong answer (reward_score.py)."""
-    boxed = [parse(g if "boxed" in g else f"\\boxed{{{g}}}") for g in golds]
+def siren_reward_group(golds: list[str], responses: list[str], timeout_s: int,
+                       answer_after: str | None) -> GroupGrade:
+    """reward_score.py: the gold as stored (the training set's one gold: the
+    first), the whole response, verify(prediction, gold); an exception is 0."""
+    return _siren_group(_parsed_gold(golds[0]), responses, timeout_s, answer_after)
+
+
+def siren_eval_group(golds: list[str], responses: list[str], timeout_s: int, answer_after: str | None) -> GroupGrade:
+    """eval_entropy.py: the first gold, boxed unless it is, then as the reward."""
+    gold = golds[0]
+    return _siren_group(_parsed_gold(gold if "boxed" in gold else f"\\boxed{{{gold}}}"), responses, timeout_s,
+                        answer_after)
+
+
+def _parsed_gold(text: str) -> list:
+    try:
+        return parse(text)
+    except Exception:  # noqa: BLE001  the official call is inside its try: nothing matches it
+        return []
+
+
+def _siren_group(gold: list, responses: list[str], timeout_s: int, answer_after: str | None) -> GroupGrade:
     items, parsed = [], []
     for text in responses:
         try:
@@ -28,17 +53,13 @@ def siren_group(golds: list[str], responses: list[str], timeout_s: int, answer_a
             items.append(Grade(False, "", NO_ANSWER))
             parsed.append(None)
             continue
-        correct, status = False, OK
-        for gold in boxed:
-            try:
-                correct = bool(verify(pred, gold, timeout_seconds=timeout_s))
-            except Exception:  # noqa: BLE001  the official reward scores an exception 0
-                status = ERROR
-            if correct:
-                break
-        items.append(Grade(correct, str(pred[-1])[:200], OK if correct else status))
+        try:
+            correct, status = bool(verify(pred, gold, timeout_seconds=timeout_s)), OK
+        except Exception:  # noqa: BLE001  the official reward scores an exception 0
+            correct, status = False, ERROR
+        items.append(Grade(correct, str(pred[-1])[:200], status))
         parsed.append(pred)
-    return GroupGrade(items, _siren_majority(parsed, boxed, timeout_s))
+    return GroupGrade(items, _siren_majority(parsed, [gold], timeout_s))
 
 
 def _siren_majority(parsed: list, golds: list, timeout_s: int) -> bool:

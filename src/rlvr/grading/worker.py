@@ -75,7 +75,7 @@ def main() -> None:
         try:
             result = grade_with(*args)
         except (MemoryError, RecursionError):  # hostile input past the graders' own guards
-            result = GroupGrade.failed(len(args[2]), ERROR)
+            result = GroupGrade.failed(len(args[3]), ERROR)
         results.send((job_id, result))
 
 

@@ -88,6 +88,13 @@ class PolicyBatch:
     topp_entropy: torch.Tensor | None = None  # [N, T] SIREN's top-p entropy (carries grad)
     entropy_anchor: float | None = None  # SIREN's H_anchor
     totals: MiniBatchTotals | None = None  # the mini-batch's counts; None: this batch is the mini-batch
+    # The rows of this call on every rank, in order (rlvr.distributed.gather_rows: differentiable); None: this
+    # rank's call is the whole call. A loss that compares a group's responses reads them through `gathered`.
+    gather: Callable[[torch.Tensor], torch.Tensor] | None = None
+    gather_ranks: int = 1  # the ranks whose calls `gather` joins
+    # [N] each response's preference level (1 correct, 2 wrong, 3 empty answer, 4 no answer: TRPA's);
+    # None: from the rewards (1 correct, 2 wrong)
+    levels: torch.Tensor | None = None
 
     @property
     def total_responses(self) -> float:
@@ -107,6 +114,19 @@ class PolicyBatch:
         the official code takes per loss call (SIREN's anchor term, DisCO's KL
         hinge), as verl weighs a micro-batch's loss by its rows."""
         return self.mask.shape[0] / self.total_responses
+
+    def gathered(self, x: torch.Tensor) -> torch.Tensor:
+        """Per-row values ([rows, ...]) of the whole call across the ranks that
+        hold it, in the mini-batch's order (this rank's own without a gather).
+        Every rank computes the same loss of them; a loss built on them returns
+        its value divided by `gather_ranks`, each rank's share."""
+        return x if self.gather is None else self.gather(x)
+
+    def preference_levels(self) -> torch.Tensor:
+        """[N] levels: the batch's, else 1 for a rewarded response and 2 for the others."""
+        if self.levels is not None:
+            return self.levels
+        return torch.where(self.rewards > 0.5, 1, 2)
 
     def group_rows(self) -> torch.Tensor:
         """[N, n]: the rewards of each row's group."""
@@ -135,6 +155,13 @@ def token_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def seq_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Per response: mean over its real tokens ([N]); an empty response gives 0."""
     return masked_sum(x, mask, -1) / mask.sum(-1).clamp(min=1)
+
+
+def gathered_token_mean(batch: PolicyBatch, x: torch.Tensor) -> torch.Tensor:
+    """The mean of token values `x` ([N, T]) over every real token of the call,
+    on every rank that holds it (PolicyBatch.gathered); an empty call gives 0."""
+    total = batch.gathered(masked_sum(x, batch.mask).reshape(1)).sum()
+    return total / batch.gathered(batch.mask.sum().reshape(1)).sum().clamp(min=1)
 
 
 def seq_mean_then_mean(x: torch.Tensor, mask: torch.Tensor, responses: float | None = None) -> torch.Tensor:
@@ -190,16 +217,17 @@ def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     return torch.exp(d) - d - 1
 
 
-def policy_kl(logp, old_logp, mask, estimator: str = "kl") -> torch.Tensor:
-    """KL(pi_old || pi_theta) over all real tokens, DisCO's constraint.
-
-    'kl': mean of (log p_old - log p); 'low_var_kl': mean of (rho - 1) - log rho.
-    """
+def policy_kl_tokens(logp, old_logp, estimator: str = "kl") -> torch.Tensor:
+    """Per-token estimates of KL(pi_old || pi_theta) ([N, T]): 'kl' is
+    log p_old - log p; 'low_var_kl' is (rho - 1) - log rho."""
     if estimator == "kl":
-        per_token = old_logp - logp
-    elif estimator == "low_var_kl":
+        return old_logp - logp
+    if estimator == "low_var_kl":
         log_rho = logp - old_logp
-        per_token = torch.exp(log_rho) - 1 - log_rho
-    else:
-        raise ValueError(f"kl_estimator must be 'kl' or 'low_var_kl', got '{estimator}'")
-    return token_mean(per_token, mask)
+        return torch.exp(log_rho) - 1 - log_rho
+    raise ValueError(f"kl_estimator must be 'kl' or 'low_var_kl', got '{estimator}'")
+
+
+def policy_kl(logp, old_logp, mask, estimator: str = "kl") -> torch.Tensor:
+    """KL(pi_old || pi_theta) over all real tokens (DisCO's constraint, the step's kl metric)."""
+    return token_mean(policy_kl_tokens(logp, old_logp, estimator), mask)

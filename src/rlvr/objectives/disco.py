@@ -18,7 +18,16 @@ from dataclasses import dataclass
 
 import torch
 
-from rlvr.objectives.base import LossOutput, Needs, ObjectiveParams, PolicyBatch, check_choice, policy_kl, seq_mean
+from rlvr.objectives.base import (
+    LossOutput,
+    Needs,
+    ObjectiveParams,
+    PolicyBatch,
+    check_choice,
+    gathered_token_mean,
+    policy_kl_tokens,
+    seq_mean,
+)
 from rlvr.objectives.registry import register
 
 
@@ -98,15 +107,19 @@ def disco(batch: PolicyBatch, hp: DiscoParams) -> LossOutput:
 
     Autograd of the squared hinge gives beta * max(0, KL - delta) * grad KL,
     the penalty gradient of the paper; B counts skipped questions too (the
-    mini-batch's, `batch.total_groups`). Needs whole groups in a call. The KL
-    hinge is taken per loss call, as the official code takes it per
+    mini-batch's, `batch.total_groups`). Needs whole groups in a call: this
+    rank's, or, with train.sequences_per_call, the call's rows on every rank,
+    gathered (the official code all-gathers each micro-batch's log-probs,
+    core_algos.py lines 262-267). The KL hinge is taken per loss call, over
+    every token of the (gathered) call as the official code takes it per
     micro-batch, and weighted by the call's share of the mini-batch."""
-    s = scores(batch, hp.score, hp.clip_eps).view(-1, batch.group_size)
-    positive = (batch.rewards > 0.5).view(-1, batch.group_size)
+    s = batch.gathered(scores(batch, hp.score, hp.clip_eps)).view(-1, batch.group_size)
+    positive = (batch.gathered(batch.rewards) > 0.5).view(-1, batch.group_size)
     j = torch.stack([question_objective(s[q], positive[q], hp.form, hp.tau) for q in range(s.shape[0])])
-    kl = policy_kl(batch.logp, batch.old_logp, batch.mask, hp.kl_estimator)
+    kl = gathered_token_mean(batch, policy_kl_tokens(batch.logp, batch.old_logp, hp.kl_estimator))
     hinge = torch.clamp(kl - hp.delta, min=0.0)
     penalty = 0.5 * hp.beta * hinge**2 if hp.constraint == "hinge" else hp.kl_penalty_coef * kl
-    loss = -j.sum() / batch.total_groups + batch.share * penalty
+    loss = (-j.sum() / batch.total_groups + batch.share * batch.gather_ranks * penalty) / batch.gather_ranks
     return LossOutput(loss, {"disco_j": j.mean().detach(), "kl_penalty": penalty.detach(),
                              "kl_active": (hinge > 0).float().detach()})
+

@@ -52,7 +52,8 @@ class Report:
 
 
     def claim_rows(self) -> list[list[str]]:
-        return all_claim_rows(self.results, self.objectives, self.k, self.paper.get(self.profile) or {})
+        return all_claim_rows(self.results, self.objectives, self.k, self.paper.get(self.profile) or {},
+                              variants=self.ablations)
 
 
 # ---- sections: each returns its markdown sections (none when it has nothing to show) ----
@@ -103,7 +104,7 @@ def published(r: Report) -> list[str]:
 
 
 def ablations(r: Report) -> list[str]:
-    md = tables.ablation_section(r.results, r.ablations, r.k)
+    md = tables.ablation_section(r.results, r.ablations, r.k, (r.paper.get(r.profile) or {}).get("ablations"))
     return [f"## Ablations: each variant against its full method (paired over problems)\n\n{md}"] if md else []
 
 

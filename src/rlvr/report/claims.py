@@ -40,12 +40,6 @@ def _seed_note(*runs) -> str:
     return ONE_SEED if any(len(r.seeds) < 2 for r in runs) else ""
 
 
-def _row(claim: str, statistic: str, cell: tuple[float, float, float], *runs) -> list[str]:
-    """One claim; `runs` are the trained runs it compares."""
-    est, lo, hi = cell
-    return [claim, statistic, f"{est:+.4g} [{lo:+.4g}, {hi:+.4g}]", verdict(lo, hi) + _seed_note(*runs)]
-
-
 def _points(m, key: str = "entropy") -> tuple[list[float], list[float]]:
     """(step, value) of a steps.csv column over every seed of a method."""
     xs, ys = [], []
@@ -66,6 +60,38 @@ def _slope_diff(a, b, key: str = "entropy") -> tuple[float, float, float]:
     # each half-width is t * se; combine the standard errors (t ~ z at these sizes is conservative enough)
     half = math.hypot((ha - la) / 2, (hb - lb) / 2)
     d = sa - sb
+    return (d, d - half, d + half)
+
+
+STABLE_SHARE = 0.2  # "stable": the entropy moves by less than this share of its start over the run
+
+
+def _band(m, key: str = "entropy") -> tuple[float, float, float, float]:
+    """A method's slope per step of `key` with its interval, and the band a
+    stable slope stays within: +-STABLE_SHARE of the first step's value over
+    the run's steps."""
+    xs, ys = _points(m, key)
+    est, lo, hi = stats.slope_ci(xs, ys)
+    if not xs:
+        return (math.nan,) * 4
+    first = [y for x, y in zip(xs, ys) if x == min(xs)]
+    bound = STABLE_SHARE * abs(float(np.mean(first))) / max(max(xs) - min(xs), 1)
+    return est, lo, hi, bound
+
+
+def _halves_diff(m, key: str = "entropy") -> tuple[float, float, float]:
+    """|slope| over the second half of training minus |slope| over the first,
+    with a normal interval from their t intervals (late instability)."""
+    xs, ys = _points(m, key)
+    if len(set(xs)) < 6:
+        return (math.nan,) * 3
+    mid = (min(xs) + max(xs)) / 2
+    first = stats.slope_ci([x for x in xs if x <= mid], [y for x, y in zip(xs, ys) if x <= mid])
+    second = stats.slope_ci([x for x in xs if x > mid], [y for x, y in zip(xs, ys) if x > mid])
+    if any(math.isnan(c) for c in (*first, *second)):
+        return (math.nan,) * 3
+    half = math.hypot((first[2] - first[1]) / 2, (second[2] - second[1]) / 2)
+    d = abs(second[0]) - abs(first[0])
     return (d, d - half, d + half)
 
 
@@ -90,20 +116,29 @@ def _mean_diff(a, b, kind: str, sets: tuple[str, ...] | None = None) -> tuple[fl
 
 @dataclass(frozen=True)
 class Claim:
-    """A paper's claim about the methods trained with one objective."""
+    """A paper's claim about the main method of one objective (never an
+    ablation variant, nor a released checkpoint)."""
 
-    objective: str  # the claim is checked for every method with this objective
+    objective: str  # the claim is checked for the recipe's methods with this objective
     text: str  # {name}: the method, {ref}: the method it is compared with
     statistic: str  # what the interval is of ({name}, {ref}, {k})
     measure: Callable  # (method's results, reference's results or None) -> (estimate, low, high), None: n/a
-    against: tuple[str, ...] = ()  # reference methods (those present); () the method alone; BEST the best other
+    against: tuple[str, ...] = ()  # reference methods (those present); () the method alone; BEST the best baseline
     # the published size of the same statistic: (the profile's entry, name, ref) -> value, or None
     published: Callable[[dict, str, str | None], float | None] = lambda entry, name, ref: None
+    baselines: tuple[str, ...] = ()  # for BEST: the objectives of the paper's baselines it is chosen among
+    # "interval": supported when the interval lies above 0; "band": the measure gives (est, lo, hi, bound)
+    # and a claim of stability is supported when the interval lies within +-bound, contradicted outside it
+    kind: str = "interval"
 
 
 BEST = ("<the best baseline on maj@k>",)
-# SIREN's baselines (its tables): the claims about entropy compare SIREN with each one present
-SIREN_BASELINES = ("grpo", "dr_grpo", "entropy_reg", "clip_cov", "kl_cov", "entropy_adv", "forking_80_20")
+# SIREN's baselines (its tables), by the way the paper says their entropy goes wrong (Fig. 1, Sec. 5):
+# collapse under the clipped objectives and the token-selective ones, explosion under naive regularization
+SIREN_COLLAPSE = ("grpo", "dr_grpo", "clip_cov", "kl_cov", "entropy_adv", "forking_80_20")
+SIREN_EXPLOSION = ("entropy_reg",)
+SIREN_BASELINES = SIREN_COLLAPSE + SIREN_EXPLOSION
+DISCO_BASELINES = ("grpo", "grpo_rw", "grpo_er", "dr_grpo", "dapo", "trpa")
 
 
 def table_gain(entry: dict, name: str, ref: str | None) -> float | None:
@@ -123,34 +158,65 @@ def headline_gain(key: str):
         return None if value is None else value / 100
     return gain
 
+
+def _slope(key: str, sign: float = 1.0):
+    """The method's own slope of `key` per step, times `sign` (-1: a fall is positive)."""
+    def measure(a, _):
+        est, lo, hi = stats.slope_ci(*_points(a, key))
+        return (est, lo, hi) if sign > 0 else _negated((est, lo, hi))
+    return measure
+
+
 CLAIMS = (
     Claim("disco", "{name} above {ref} on accuracy", "mean avg@{k}: {name} - {ref}",
           lambda a, b: _mean_diff(a, b, "avg"), against=("grpo", "dapo"), published=table_gain),
+    # DisCO's Fig. 2: GRPO's and GRPO-ER's / Dr. GRPO's entropy collapses, DAPO's grows, DisCO's stays
+    # stable, TRPA turns unstable late in training
     Claim("grpo", "GRPO's entropy falls during training", "minus the slope of entropy per step ({name})",
-          lambda a, _: _negated(stats.slope_ci(*_points(a)))),
-    Claim("disco", "{name}'s entropy stays stable while GRPO's falls", "entropy slope: {name} - grpo",
-          _slope_diff, against=("grpo",)),
-    Claim("disco", "fewer questions at 0% under {name} than {ref}", "share at 0%: {ref} - {name}",
-          lambda a, b: _share_diff(b, a, 0.0), against=("grpo", "grpo_rw")),
-    Claim("disco", "more questions at 100% under {name} than {ref}", "share at 100%: {name} - {ref}",
-          lambda a, b: _share_diff(a, b, 1.0), against=("grpo", "grpo_rw")),
-    # SIREN's trainer logs (and its figures plot) the top-p entropy of the rollouts, actor/entropy
-    # (ray_trainer.py 1006-1017): the paper's claim is that it stays stable where the baselines' collapses
-    Claim("siren", "{name}'s top-p entropy falls less than {ref}'s", "top-p entropy slope per step: {name} - {ref}",
-          lambda a, b: _slope_diff(a, b, "topp_entropy"), against=SIREN_BASELINES),
-    Claim("siren", "{name}'s full-vocabulary entropy falls less than {ref}'s", "entropy slope per step: {name} - {ref}",
-          _slope_diff, against=SIREN_BASELINES),
-    # SIREN's diversity analysis: perplexity does not collapse, answers stay diverse
+          _slope("entropy", -1.0)),
+    Claim("grpo_er", "GRPO-ER's entropy falls during training", "minus the slope of entropy per step ({name})",
+          _slope("entropy", -1.0)),
+    Claim("dr_grpo", "Dr. GRPO's entropy falls during training", "minus the slope of entropy per step ({name})",
+          _slope("entropy", -1.0)),
+    Claim("dapo", "DAPO's entropy rises during training", "slope of entropy per step ({name})", _slope("entropy")),
+    Claim("disco", "{name}'s entropy stays stable", "entropy slope per step ({name}), within +-{band} for stable",
+          lambda a, _: _band(a, "entropy"), kind="band"),
+    Claim("trpa", "TRPA's entropy moves more late in training", "|entropy slope|, second half - first half ({name})",
+          lambda a, _: _halves_diff(a, "entropy")),
+    # DisCO's difficulty bias (Prop. 1, Fig. 3): GRPO_RW, GRPO without its question weight, against GRPO
+    Claim("grpo_rw", "fewer questions at 0% under {name} than {ref}", "share at 0%: {ref} - {name}",
+          lambda a, b: _share_diff(b, a, 0.0), against=("grpo",)),
+    Claim("grpo_rw", "more questions at 100% under {name} than {ref}", "share at 100%: {name} - {ref}",
+          lambda a, b: _share_diff(a, b, 1.0), against=("grpo",)),
+    # SIREN: the entropy kept in a band, away from the baselines' collapse and from naive regularization's
+    # explosion. Its trainer logs (and its figures plot) the rollouts' top-p entropy (ray_trainer.py 1006-1017).
+    Claim("siren", "{name}'s top-p entropy stays in a band", "top-p entropy slope per step ({name}), within "
+          "+-{band} for stable", lambda a, _: _band(a, "topp_entropy"), kind="band"),
+    Claim("siren", "{name}'s top-p entropy falls less than {ref}'s (no collapse)",
+          "top-p entropy slope per step: {name} - {ref}", lambda a, b: _slope_diff(a, b, "topp_entropy"),
+          against=SIREN_COLLAPSE),
+    Claim("siren", "{name}'s top-p entropy rises less than {ref}'s (no explosion)",
+          "top-p entropy slope per step: {ref} - {name}", lambda a, b: _slope_diff(b, a, "topp_entropy"),
+          against=SIREN_EXPLOSION),
+    Claim("siren", "{name}'s full-vocabulary entropy falls less than {ref}'s (no collapse)",
+          "entropy slope per step: {name} - {ref}", _slope_diff, against=SIREN_COLLAPSE),
+    Claim("siren", "{name}'s full-vocabulary entropy rises less than {ref}'s (no explosion)",
+          "entropy slope per step: {ref} - {name}", lambda a, b: _slope_diff(b, a), against=SIREN_EXPLOSION),
+    # SIREN's diversity analysis, against the baselines whose entropy collapses (naive regularization's
+    # explodes: more diverse samples there are not what the paper claims)
     Claim("siren", "{name}'s rollout perplexity falls less than {ref}'s", "perplexity slope per step: {name} - {ref}",
-          lambda a, b: _slope_diff(a, b, "perplexity"), against=SIREN_BASELINES),
+          lambda a, b: _slope_diff(a, b, "perplexity"), against=SIREN_COLLAPSE),
     Claim("siren", "{name} gives more distinct answers than {ref}", "distinct answers per problem: {name} - {ref}",
-          lambda a, b: _mean_diff(a, b, "distinct"), against=SIREN_BASELINES),
+          lambda a, b: _mean_diff(a, b, "distinct"), against=SIREN_COLLAPSE),
     Claim("siren", "{name} gains maj@k over the best baseline", "mean maj@{k}: {name} - {ref}",
-          lambda a, b: _mean_diff(a, b, "maj"), against=BEST,
+          lambda a, b: _mean_diff(a, b, "maj"), against=BEST, baselines=SIREN_BASELINES,
           published=headline_gain("maj_at_k_gain_over_best_baseline")),
     Claim("siren", "{name} gains maj@k on AIME24/25 over the best baseline", "mean maj@{k} on aime24, aime25: "
           "{name} - {ref}", lambda a, b: _mean_diff(a, b, "maj", ("aime24", "aime25")), against=BEST,
-          published=headline_gain("aime24_25_maj_at_k_gain")),
+          baselines=SIREN_BASELINES, published=headline_gain("aime24_25_maj_at_k_gain")),
+    # DisCO's token efficiency: DisCO at 8k above DeepScaleR-1.5B-Preview at 24k (a released checkpoint row)
+    Claim("disco", "{name} (8k) above {ref} (24k)", "mean avg@{k}: {name} - {ref}",
+          lambda a, b: _mean_diff(a, b, "avg"), against=("deepscaler_preview",), published=table_gain),
 )
 
 
@@ -159,11 +225,12 @@ def _negated(cell: tuple[float, float, float]) -> tuple[float, float, float]:
     return (-est, -hi, -lo)
 
 
-def _best_other(results: dict, name: str) -> list[str]:
-    others = [n for n in results if n not in (name, BASE) and not results[n].external]  # baselines trained here
-    if not others:
+def _best_baseline(results: dict, objectives: dict[str, str], claim: Claim) -> list[str]:
+    """The best of the paper's baselines trained here, on mean maj@k."""
+    pool = [n for n in results if objectives.get(n) in claim.baselines and not results[n].external]
+    if not pool:
         return []
-    return [max(others, key=lambda n: float(np.mean([v.mean() for v in results[n].values("maj").values()])))]
+    return [max(pool, key=lambda n: float(np.mean([v.mean() for v in results[n].values("maj").values()])))]
 
 
 def published_cell(size: float | None, lo: float, hi: float) -> str:
@@ -175,13 +242,24 @@ def published_cell(size: float | None, lo: float, hi: float) -> str:
     return f"{size:+.3g} ({'inside' if lo <= size <= hi else 'outside'} ours)"
 
 
-def claim_rows(claim: Claim, results: dict, objectives: dict[str, str], k, entry: dict) -> list[list[str]]:
+def band_verdict(lo: float, hi: float, bound: float) -> str:
+    if math.isnan(lo):
+        return "inconclusive (too few points)"
+    if -bound <= lo and hi <= bound:
+        return "supported"
+    return "contradicted" if lo > bound or hi < -bound else "inconclusive"
+
+
+def claim_rows(claim: Claim, results: dict, objectives: dict[str, str], k, entry: dict,
+               variants: frozenset = frozenset()) -> list[list[str]]:
     rows = []
-    for name in [n for n in results if objectives.get(n) == claim.objective]:
+    mains = [n for n in results if objectives.get(n) == claim.objective and n not in variants
+             and not results[n].external]
+    for name in mains:
         if claim.against == BEST:
-            refs = _best_other(results, name)
+            refs = _best_baseline(results, objectives, claim)
         elif claim.against:
-            refs = [r for r in claim.against if r in results]
+            refs = [r for r in claim.against if r in results and r not in variants]
         else:
             refs = [None]  # the method alone
         for ref in refs:
@@ -189,18 +267,29 @@ def claim_rows(claim: Claim, results: dict, objectives: dict[str, str], k, entry
             cell = claim.measure(a, b)
             if cell is None:  # the sets the claim is about were not evaluated
                 continue
-            est, lo, hi = cell
             words = {"name": name, "ref": ref, "k": k}
-            row = _row(claim.text.format(**words), claim.statistic.format(**words), (est, lo, hi),
-                       *([a, b] if b is not None else [a]))
-            rows.append([*row[:3], published_cell(claim.published(entry, name, ref), lo, hi), row[3]])
+            trained = [r for r in (a, b) if r is not None and not r.external]
+            if claim.kind == "band":
+                est, lo, hi, bound = cell
+                words["band"] = f"{bound:.3g}"
+                verdict_text = band_verdict(lo, hi, bound) + _seed_note(*trained)
+            else:
+                est, lo, hi = cell
+                verdict_text = verdict(lo, hi) + _seed_note(*trained)
+            estimate = f"{est:+.4g} [{lo:+.4g}, {hi:+.4g}]"
+            rows.append([claim.text.format(**words), claim.statistic.format(**words), estimate,
+                         published_cell(claim.published(entry, name, ref), lo, hi), verdict_text])
     return rows
 
 
-def all_claim_rows(results: dict, objectives: dict[str, str], k, entry: dict | None = None) -> list[list[str]]:
+def all_claim_rows(results: dict, objectives: dict[str, str], k, entry: dict | None = None,
+                   variants=()) -> list[list[str]]:
     """[claim, statistic, estimate [interval], published size, verdict] for every
-    claim that applies; `entry` is the paper profile's published numbers."""
-    return [row for claim in CLAIMS for row in claim_rows(claim, results, objectives, k, entry or {})]
+    claim that applies to a recipe's main methods (`variants`: its ablation
+    variants, report.ablations, which no claim is about); `entry` is the paper
+    profile's published numbers."""
+    return [row for claim in CLAIMS
+            for row in claim_rows(claim, results, objectives, k, entry or {}, frozenset(variants))]
 
 
 def claims_summary(rows: list[list[str]]) -> str:

@@ -70,17 +70,32 @@ def gains_section(results, kind: str, reference: str) -> str | None:
     return markdown(["method", *cols, "mean: verdict"], body)
 
 
-def ablation_section(results, ablations: dict[str, str], k) -> str | None:
+def ablation_section(results, ablations: dict[str, str], k, published: dict | None = None) -> str | None:
     """Each ablated variant against its full method, paired over problems: the
-    mean over sets of avg@k and maj@k (variant - full), with intervals."""
+    mean over sets of avg@k and maj@k (variant - full), with intervals, and the
+    paper's size of the same change where it states one (`published`:
+    {variant: {"avg"|"maj": points}}), inside or outside our interval."""
     pairs = [(v, full) for v, full in ablations.items() if v in results and full in results]
     if not pairs:
         return None
+    published = published or {}
     body = []
     for variant, full in pairs:
         cells = [paired(results[variant], results[full], kind, None) for kind in ("avg", "maj")]
-        body.append([variant, full, *[f"{fmt(c, signed=True)}: {stats.verdict(c[1], c[2])}" for c in cells]])
-    return markdown(["variant", "full method", f"avg@{k}: variant - full", f"maj@{k}: variant - full"], body)
+        stated = published.get(variant) or {}
+        sizes = [published_size(stated.get(kind), c) for kind, c in zip(("avg", "maj"), cells)]
+        body.append([variant, full, *[f"{fmt(c, signed=True)}: {stats.verdict(c[1], c[2])}" for c in cells],
+                     "; ".join(f"{kind}@{k} {size}" for kind, size in zip(("avg", "maj"), sizes) if size) or "–"])
+    return markdown(["variant", "full method", f"avg@{k}: variant - full", f"maj@{k}: variant - full",
+                     "published"], body)
+
+
+def published_size(points: float | None, cell) -> str | None:
+    """A change the paper states in points, as a fraction, and whether our interval holds it."""
+    if points is None:
+        return None
+    size = points / 100
+    return f"{size:+.3g} ({'inside' if cell[1] <= size <= cell[2] else 'outside'} ours)"
 
 
 def diversity_section(results, k) -> str | None:
