@@ -1,12 +1,13 @@
 import json
 import random
+from pathlib import Path
 
 import pytest
 
 from rlvr.data import arithmetic, sources
 from rlvr.config import PromptParams
 from rlvr.data.prompts import build_prompt
-from rlvr.data.records import EmptyDatasetError, Record, read_records, write_jsonl
+from rlvr.data.records import DataError, EmptyDatasetError, Record, first_problems, read_records, write_jsonl
 
 
 def test_generator_is_deterministic():
@@ -91,17 +92,46 @@ def test_online_path_offline_names_the_vendored_alternative(monkeypatch):
         sources.load_hub("deepscaler")
 
 
-def test_records_skip_bad_rows_and_count_them(tmp_path):
+def test_a_prepared_file_with_a_bad_line_is_an_error_naming_the_line(tmp_path):
     path = tmp_path / "x.jsonl"
     good = Record("a", "1+1?", "2", "t").to_json()
-    lines = [json.dumps(good), "{not json", json.dumps({**good, "answer": ""}), json.dumps(good),
-             json.dumps({**good, "id": "b", "problem": None})]
-    path.write_bytes(("\n".join(lines) + "\n").encode() + b"\xff\xfe\n")
-    with pytest.warns(UserWarning) as w:
-        recs = read_records(path)
-    assert [r.id for r in recs] == ["a"]
-    text = " ".join(str(x.message) for x in w)
-    assert "x.jsonl" in text and "2 malformed" in text and "3 row(s)" in text
+    for bad, why in (("{not json", "not valid JSON"), (json.dumps({**good, "id": "b", "answer": ""}), "non-empty"),
+                     (json.dumps(good), "appears twice"), ("[1, 2]", "not an object")):
+        path.write_text(json.dumps(good) + "\n\n" + bad + "\n")  # a blank line between: line numbers count it
+        with pytest.raises(DataError, match=f"x.jsonl:3: .*{why}"):
+            read_records(path)
+    path.write_bytes(json.dumps(good).encode() + b"\n\xff\xfe\n")
+    with pytest.raises(DataError, match="x.jsonl:2: not valid JSON"):
+        read_records(path)
+
+
+def _vendor(tmp_path, lines: list[str]) -> Path:
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "math500.jsonl").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def test_a_bad_benchmark_row_stops_the_data_stage_unless_skipping_is_asked(tmp_path):
+    rows = [json.dumps({"id": f"math500-{i}", "problem": f"{i}+1?", "answer": str(i + 1)}) for i in range(6)]
+    rows[2] = rows[2][:-3]  # a line cut short: not JSON
+    rows[4] = json.dumps({"id": "math500-4", "problem": "4+1?", "answer": ""})
+    vendor = _vendor(tmp_path, rows)
+    with pytest.raises(DataError, match="math500.jsonl:3: not valid JSON.*data.skip_bad_rows: true"):
+        sources.load_vendored("math500", vendor)
+    skipped = []
+    with pytest.warns(UserWarning, match="rows 5"):  # the row's own line, counted after the bad line before it
+        recs = sources.load_vendored("math500", vendor, skip_bad=True, skipped=skipped)
+    assert skipped == [3, 5]
+    assert [r.id for r in recs] == ["math500-0", "math500-1", "math500-3", "math500-5"]
+    # a slice is chosen by id: the first 4 problems are ids 0-3, whatever rows were lost before them
+    assert [r.id for r in first_problems(recs, 4)] == ["math500-0", "math500-1", "math500-3"]
+
+
+def test_rows_without_an_id_take_their_line_so_a_lost_line_renames_nothing(tmp_path):
+    rows = [json.dumps({"problem": f"{i}+1?", "answer": str(i + 1)}) for i in range(4)]
+    rows[1] = "{"
+    recs = sources.load_vendored("math500", _vendor(tmp_path, rows), skip_bad=True)
+    assert [r.id for r in recs] == ["math500-0", "math500-2", "math500-3"]
 
 
 def test_empty_dataset_is_an_error(tmp_path):

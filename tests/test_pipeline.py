@@ -154,8 +154,11 @@ def test_mlflow_runs_nested_under_one_pipeline_run(pipeline):
     parent = runs[parents.pop()]
     for name in stage_runs:
         tags = dict(db.execute("select key, value from tags where run_uuid=?", (runs[name],)).fetchall())
-        assert tags["mlflow.parentRunId"] == parent, name
+        trained = name.startswith("evaluate@") and name.endswith("/seed0")  # nested under its training
+        assert tags["mlflow.parentRunId"] == (runs["train@" + name.split("@")[1]] if trained else parent), name
         assert tags["stage"] == name and len(tags["git_commit"]) == 40 and tags["dvc_exp"] == "workspace"
+        assert (tags.get("table") == "model") == (name.startswith("train@") or name in ("evaluate@base",
+                                                                                         "evaluate@released_tiny"))
     kind = dict(db.execute("select key, value from experiment_tags").fetchall())
     assert kind["mlflow.experimentKind"] == "custom_model_development"
     # the runs table's saved view: every column it selects is one the runs logged
@@ -172,9 +175,16 @@ def test_mlflow_runs_nested_under_one_pipeline_run(pipeline):
     released = dict(db.execute("select key, value from params where run_uuid=?",
                                (runs["evaluate@released_tiny"],)).fetchall())
     assert released["external"] == "True" and released["model_path"].endswith("model")
-    steps = db.execute("select step from metrics where run_uuid=? and key='reward_mean' order by step",
+    steps = db.execute("select step from metrics where run_uuid=? and key='train/reward_mean' order by step",
                        (runs["train@grpo/seed0"],)).fetchall()
     assert steps == [(1,), (2,)]
+    train = dict(db.execute("select key, value from metrics where run_uuid=?", (runs["train@grpo/seed0"],)).fetchall())
+    evaluated = dict(db.execute("select key, value from metrics where run_uuid=?",
+                                (runs["evaluate@grpo/seed0"],)).fetchall())
+    assert train["eval mean avg_at_2"] == evaluated["eval mean avg_at_2"] == round(evaluated["mean/avg_at_2"], 4)
+    assert "val/avg_at_k" in train and "train details/time_total" in train  # sectioned names
+    artifacts = {p.name for p in (root / "mlartifacts").rglob("step_*.json")}
+    assert artifacts == {"step_000001.json", "step_000002.json"}  # a completions table per step
     inputs = db.execute("select d.name, d.digest from inputs i join datasets d on i.source_id = d.dataset_uuid "
                         "where i.destination_id = ?", (runs["train@grpo/seed0"],)).fetchall()
     assert [n for n, _ in inputs] == ["train"] and len(inputs[0][1]) == 16
@@ -197,31 +207,45 @@ def _stale(root: Path) -> set[str]:
     ({"report": {"paper_profile": "1.5b"}}, {"report"}),
 ])
 def test_a_params_change_makes_only_its_stages_stale(pipeline, change, expected):
-    """dvc status names the stages a change touches directly; what depends on
-    their outputs reruns as those outputs change."""
+    """dvc status names the stages a change touches directly (and check_params,
+    which reads every value); what depends on their outputs reruns as those
+    outputs change."""
     root, _ = pipeline
     original = (root / "params.yaml").read_text()
     assert _stale(root) == set()
     try:
         (root / "params.yaml").write_text(yaml.safe_dump(deep_update(yaml.safe_load(original), change)))
-        assert _stale(root) == expected
+        assert _stale(root) == expected | {"check_params"}
     finally:
         (root / "params.yaml").write_text(original)
 
 
-def test_bad_params_fail_before_compute(pipeline):
+def test_bad_params_stop_dvc_repro_before_any_output_is_removed(pipeline, tiny_model):
     root, _ = pipeline
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["eval"]["kk"] = 3
+    original = (root / "params.yaml").read_text()
+    kept = ["models/base/model.safetensors", "models/grpo/seed0/model.safetensors",
+            "reports/train/grpo/seed0/summary.json", "reports/eval/base/metrics.json"]
+    before = {p: (root / p).read_bytes() for p in kept}
+    params = yaml.safe_load(original)
+    params["eval"].update({"kk": 3, "k": 100000})
+    params["train"]["lr"] = -1e-6
+    params["model"]["source"] = "models/nowhere"
     params["launcher"]["procs_per_node"] = 3
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     try:
-        out = run([sys.executable, "stages/evaluate.py", "--method", "base"], root)
-        assert out.returncode == 2
-        assert "unknown key 'eval.kk' (did you mean 'eval.k'?)" in out.stderr
-        assert "must be a multiple of the number of ranks (3" in out.stderr
+        out = run([sys.executable, "-m", "dvc", "repro"], root, timeout=600)
+        assert out.returncode != 0
+        assert re.findall(r"Running stage '([^']+)'", out.stdout) == ["check_params"]
+        for said in ("unknown key 'eval.kk' (did you mean 'eval.k'?)", "'eval.k' must be in [1, 1024]",
+                     "lr and grad_clip must be > 0", "models/nowhere is not a local directory",
+                     "must be a multiple of the number of ranks (3"):
+            assert said in out.stderr, said
+        assert {p: (root / p).read_bytes() for p in kept} == before  # nothing removed, nothing rewritten
     finally:
-        run(["git", "checkout", "params.yaml"], root)
+        (root / "params.yaml").write_text(original)
+    assert _stale(root) == {"check_params"}  # its output was removed; the rest is as it was
+    _dvc(root, "checkout", "check_params")  # what the error's note says
+    assert _stale(root) == set()
 
 
 def _git(root: Path, *args):
@@ -273,11 +297,11 @@ def test_push_pull_reproduces_every_table_without_retraining(pipeline, tmp_path)
     (clone / "params.yaml").write_text(yaml.safe_dump(params))
     changed = _dvc(clone, "repro")  # run, not --dry: the report reruns only once the evaluations' outputs change
     assert set(re.findall(r"Running stage '([^']+)'", changed.stdout)) == {
-        "evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0", "evaluate_checkpoint@released_tiny",
+        "check_params", "evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0", "evaluate_checkpoint@released_tiny",
         "grader_agreement", "report"}
     # experiments travel too: dvc exp push / pull through the git remote and the DVC remote
     exp = _dvc(root, "exp", "run", "-n", "with-paper-rows", "-S", "report.paper_profile=1.5b")
-    assert [m for m in re.findall(r"Running stage '([^']+)'", exp.stdout)] == ["report"]
+    assert [m for m in re.findall(r"Running stage '([^']+)'", exp.stdout)] == ["check_params", "report"]
     _dvc(root, "exp", "push", "origin", "with-paper-rows")
     _dvc(clone, "exp", "pull", "origin", "with-paper-rows")
     assert "with-paper-rows" in _dvc(clone, "exp", "show", "--no-pager", "--md").stdout

@@ -26,11 +26,13 @@ def write_eval(root: Path, run: Run, correct: dict[str, int], k: int = 2, majori
     if levels:
         bench["arithmetic"]["levels"] = {str(levels[q]): {f"avg@{k}": correct[q] / k} for q in BENCH["arithmetic"]}
     (d / "metrics.json").write_text(json.dumps({"k": k, "mean": {}, "benchmarks": bench}))
+    if run.trained and not (root / run.train_dir / "steps.csv").exists():
+        write_steps(root, run, [0.1, 0.2])  # a trained run always has its step log (the report requires it)
 
 
 def write_steps(root: Path, run: Run, rewards: list[float], entropy_slope: float = -0.1, extra=None):
     d = root / run.train_dir
-    d.mkdir(parents=True)
+    d.mkdir(parents=True, exist_ok=True)
     fields = ["step", "reward_mean", "entropy", "kl", "response_length", "topp_entropy", "zero_variance_groups",
               "all_correct_groups", "all_wrong_groups", "kl_active", "clip_frac", *(extra or {})]
     with open(d / "steps.csv", "w", newline="") as f:
@@ -395,6 +397,17 @@ def test_diversity_section_pass_curve_and_their_claims(tmp_path, repo):
     assert (tmp_path / "reports/figures/pass_at_k.png").stat().st_size > 10_000
 
 
+def test_an_evaluated_training_without_its_step_log_is_an_error(tmp_path, repo):
+    write_eval(tmp_path, RUNS[1], {"a": 2, "b": 0, "c": 1})
+    steps = tmp_path / RUNS[1].train_dir / "steps.csv"
+    steps.write_text(steps.read_text().splitlines()[0] + "\n")  # the header alone
+    with pytest.raises(FileNotFoundError, match="steps.csv is empty but its run was evaluated"):
+        build_report(RUNS[1:2], tmp_path, tmp_path / "reports")
+    steps.unlink()
+    with pytest.raises(FileNotFoundError, match="steps.csv is missing"):
+        build_report(RUNS[1:2], tmp_path, tmp_path / "reports")
+
+
 def test_a_released_checkpoint_is_a_marked_row_and_never_a_baseline(tmp_path, repo):
     runs = [Run("base"), Run("released", external=True), Run("grpo", 0), Run("siren", 0)]
     for run, c in zip(runs, ({"a": 0, "b": 0, "c": 0}, {"a": 2, "b": 2, "c": 2}, {"a": 1, "b": 0, "c": 1},
@@ -455,3 +468,46 @@ def test_claims_are_about_main_methods_against_the_papers_own_baselines(tmp_path
     assert not any("under disco_logl" in r for r in rows)
     assert any(r.startswith("| DAPO's entropy rises during training") and "supported" in r for r in rows)
     assert any(r.startswith("| Dr. GRPO's entropy falls during training") and "supported" in r for r in rows)
+
+
+def test_each_method_keeps_its_colour_in_every_figure(tmp_path, repo, monkeypatch):
+    """Every figure's lines and bars, read back from the matplotlib artists before
+    saving: a method has one colour across the report, its seeds included."""
+    from matplotlib.colors import to_hex
+    from matplotlib.container import BarContainer
+
+    from rlvr.report import figures
+
+    seen: dict[str, dict[str, set]] = {}
+    save = figures._save
+
+    def recording(fig, path):
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                if not line.get_label().startswith("_"):
+                    seen.setdefault(line.get_label().split("/seed")[0], {}).setdefault(to_hex(line.get_color()),
+                                                                                      set()).add(path.name)
+            for bars in ax.containers:
+                if not isinstance(bars, BarContainer):  # error bars
+                    continue
+                if bars.get_label() and not bars.get_label().startswith("_"):
+                    seen.setdefault(bars.get_label(), {}).setdefault(to_hex(bars[0].get_facecolor()), set()).add(
+                        path.name)
+                elif bars.orientation == "horizontal":  # the scores figure: a bar per method, named on the y axis
+                    names = [t.get_text() for t in ax.get_yticklabels()]
+                    for name, bar in zip(names, bars):
+                        seen.setdefault(name, {}).setdefault(to_hex(bar.get_facecolor()), set()).add(path.name)
+        return save(fig, path)
+
+    monkeypatch.setattr(figures, "_save", recording)
+    levels = {"a": 1, "b": 2}
+    runs = [Run("base"), Run("grpo", 0), Run("grpo", 1), Run("disco_logl", 0)]
+    for run, correct in zip(runs, ({"a": 1, "b": 0, "c": 0}, {"a": 2, "b": 0, "c": 1}, {"a": 2, "b": 1, "c": 0},
+                                   {"a": 2, "b": 1, "c": 1})):
+        write_eval(tmp_path, run, correct, levels=levels)
+    build_report(runs, tmp_path, tmp_path / "reports")
+    drawn = {name: files for name, colours in seen.items() for files in colours.values()}
+    assert {"base", "grpo", "disco_logl"} <= set(seen)
+    assert all(len(colours) == 1 for colours in seen.values()), seen
+    assert len({next(iter(c)) for c in seen.values()}) == len(seen)  # and no two methods share one
+    assert len(drawn["grpo"]) >= 4  # in the scores, training, difficulty and pass@k figures at least

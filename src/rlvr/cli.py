@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from rlvr.config import Params
 from rlvr.params import load_params
 from rlvr.schema import ConfigError
+from rlvr.stopping import EXIT_CONFIG, EXIT_STOPPED
 
 
 @contextmanager
@@ -19,7 +20,17 @@ def exit_on_config_error():
         yield
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        restore_hint()
+        sys.exit(EXIT_CONFIG)
+
+
+def restore_hint() -> None:
+    """Under `dvc repro`, DVC removed the failed stage's earlier outputs before
+    running it: say how to get them back."""
+    stage = os.environ.get("DVC_STAGE")
+    if stage:
+        print(f"note: DVC removed {stage}'s earlier outputs before running it; `dvc checkout {stage}` restores "
+              "them from the cache", file=sys.stderr, flush=True)
 
 
 def params_or_exit(path: str = "params.yaml") -> Params:
@@ -32,7 +43,12 @@ def stage_timer(name: str):
     """Prints the stage's one-line summary with its wall time (rank 0 only)."""
     t0 = time.perf_counter()
     summary: dict = {}
-    yield summary
+    try:
+        yield summary
+    except BaseException as e:
+        if not (isinstance(e, SystemExit) and e.code in (0, None, EXIT_STOPPED)):
+            restore_hint()  # a stopped training's rerun resumes it: no restore to suggest
+        raise
     if os.environ.get("RANK", "0") != "0":
         return
     parts = ", ".join(f"{k}={v}" for k, v in summary.items())

@@ -38,6 +38,14 @@ class DataParams:
     # Training prompts longer than this many tokens (after the chat template, as the model sees them) are
     # dropped, as verl's dataset does with data.max_prompt_length (null: none dropped)
     max_prompt_tokens: int | None = None
+    # a vendored row that cannot be read (not JSON, no problem or answer) stops the data stage, naming its
+    # file and line; true: such rows are skipped, and the report says how many each set lost
+    skip_bad_rows: bool = False
+
+    @property
+    def skipped_rows_file(self) -> Path:
+        """{set: [line numbers]} of the rows skipped (data.skip_bad_rows, or the hub's rows without an answer)."""
+        return self.eval_dir / "skipped_rows.json"
 
     @property
     def train_dir(self) -> Path:
@@ -53,6 +61,7 @@ class DataParams:
         return self.train_dir / "validation.jsonl"
 
 
+MAX_SAMPLES = 1024  # eval.k and validation.k: the most samples of a problem (the papers' largest is 256)
 GRADERS = ("math_verify", "deepscaler", "siren_official")  # verifier.grader (rlvr.grading.graders)
 PROBLEM = "{problem}"  # where the problem goes in prompt.user
 DATASET_SYSTEM = "{dataset_system}"  # in a system turn: the training set's own (Openr1-Math-46k: LUFFY's)
@@ -114,7 +123,7 @@ class EvalParams:
     # the longest response (null: until the evaluation context ends, as a vLLM call with an uncapped
     # max_tokens, SIREN's Qwen evaluation: 4,096 tokens minus the prompt)
     max_new_tokens: int | None = 256
-    limits: dict[str, int] = field(default_factory=dict)  # benchmark -> max problems (absent: all)
+    limits: dict[str, int] = field(default_factory=dict)  # benchmark -> N: the problems with ids 0..N-1 (absent: all)
     out_dir: str = "reports/eval"  # where each run's evaluation is written
     gpu_memory_utilization: float = 0.9  # vLLM's share of the GPU in evaluation, where nothing else runs there
     max_model_len: int | None = None  # the evaluation engine's context (null: engine.max_model_len, training's)
@@ -153,6 +162,7 @@ class TrackingParams:
     experiment: str = "rlvr"  # the MLflow experiment's name
     uri: str = ""  # empty: sqlite:///<repo>/mlflow.db, or $MLFLOW_TRACKING_URI
     log_samples: int = 200  # rows of the per-sample table logged to MLflow
+    log_completions: int = 4  # sampled completions per training step, a table in MLflow (completions/step_N.json)
 
 
 @dataclass
@@ -213,10 +223,11 @@ def check_params(p: Params, problems: list[str]) -> None:
         for name in names:
             if name not in eval_sets:
                 problems.append(unknown_name(where, name, eval_sets))
-    if any(k < 1 for k in p.eval.k_per_set.values()):
-        problems.append(f"'eval.k_per_set' values must be >= 1, got {p.eval.k_per_set}")
-    if p.eval.k < 1:
-        problems.append(f"'eval.k' must be >= 1, got {p.eval.k}")
+    if any(not 1 <= k <= MAX_SAMPLES for k in p.eval.k_per_set.values()):
+        problems.append(f"'eval.k_per_set' values must be in [1, {MAX_SAMPLES}], got {p.eval.k_per_set}")
+    if not 1 <= p.eval.k <= MAX_SAMPLES:
+        problems.append(f"'eval.k' must be in [1, {MAX_SAMPLES}] (the samples of a problem are generated, held and "
+                        f"graded together), got {p.eval.k}")
     if not 0 < p.eval.top_p <= 1:
         problems.append(f"'eval.top_p' must be in (0, 1], got {p.eval.top_p}")
     for where, share in (("engine.gpu_memory_utilization", p.engine.gpu_memory_utilization),
@@ -233,8 +244,8 @@ def check_params(p: Params, problems: list[str]) -> None:
             f"'{eval_len_key}' ({eval_len}); raise it or lower max_new_tokens"
         )
     v = p.validation
-    if v.k < 1 or not 0 < v.top_p <= 1 or v.temperature < 0 or not 0 < v.max_new_tokens < p.engine.max_model_len:
-        problems.append(f"'validation' needs k >= 1, top_p in (0, 1], temperature >= 0 and max_new_tokens in "
+    if not 1 <= v.k <= MAX_SAMPLES or not 0 < v.top_p <= 1 or v.temperature < 0 or not 0 < v.max_new_tokens < p.engine.max_model_len:
+        problems.append(f"'validation' needs k in [1, {MAX_SAMPLES}], top_p in (0, 1], temperature >= 0 and max_new_tokens in "
                         f"(0, engine.max_model_len = {p.engine.max_model_len}), got {dataclasses.asdict(v)}")
     if p.data.max_prompt_tokens is not None and p.data.max_prompt_tokens < 1:
         problems.append(f"'data.max_prompt_tokens' must be >= 1 or null, got {p.data.max_prompt_tokens}")

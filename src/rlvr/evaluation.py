@@ -22,7 +22,7 @@ from rlvr import distributed
 from rlvr.atomic import write_json
 from rlvr.config import EvalParams, Params, PromptParams, ValidationParams
 from rlvr.data.prompts import prompt_token_ids
-from rlvr.data.records import Record, read_records, write_jsonl
+from rlvr.data.records import Record, first_problems, read_records, write_jsonl
 from rlvr.eval_metrics import mean_over, summarize
 from rlvr.grading.grades import GroupGrade
 from rlvr.grading.pool import Verifier
@@ -34,7 +34,7 @@ BY_STEP = "by_step.json"  # per-snapshot metrics, kept across reruns of the stag
 
 def eval_sets(params: Params) -> dict[str, list[Record]]:
     """The held-out arithmetic split and each configured benchmark, sliced by
-    eval.limits (the first N problems, so every run sees the same slice)."""
+    eval.limits (the problems with the first N ids, so every run sees the same slice)."""
     root = params.data.eval_dir
     sets = {}
     for name in ("arithmetic", *params.data.benchmarks):
@@ -42,8 +42,15 @@ def eval_sets(params: Params) -> dict[str, list[Record]]:
         if not path.exists():
             raise FileNotFoundError(f"{path} not found: run the data stage first (dvc repro prepare_data)")
         limit = params.eval.limits.get(name)
-        sets[name] = read_records(path)[:limit] if limit else read_records(path)
+        sets[name] = first_problems(read_records(path), limit) if limit else read_records(path)
     return sets
+
+
+def skipped_rows(params: Params, names) -> dict[str, int]:
+    """How many source rows each of these sets lost in the data stage (data.skip_bad_rows)."""
+    path = params.data.skipped_rows_file
+    lost = json.loads(path.read_text()) if path.exists() else {}
+    return {name: len(lost[name]) for name in names if lost.get(name)}
 
 
 def set_metrics(records: list[Record], grades: list[GroupGrade]) -> dict:
@@ -176,6 +183,8 @@ class Evaluator:
             "grader": self.params.verifier.grader,
             "ranks": self.ranks.world,
         }
+        if skipped_rows(self.params, self.sets):
+            metrics["skipped_rows"] = skipped_rows(self.params, self.sets)
         return (metrics, _sample_rows(self.problems, completions, grades),
                 problem_rows(self.problems, grades, completions))
 
@@ -305,7 +314,7 @@ def evaluate_stage(params: Params, run) -> dict:
     it on rank 0; returns the one-line summary."""
     import torch
 
-    from rlvr.tracking import NullTracker, Tracker, dataset_input
+    from rlvr.tracking import ROW_TAG, NullTracker, Tracker, dataset_input, headline_metrics
 
     ranks = distributed.ranks_from_env()
     if ranks.world > 1 or torch.cuda.is_available():  # CUDA: vLLM's external launcher joins this process group
@@ -314,7 +323,10 @@ def evaluate_stage(params: Params, run) -> dict:
               "prompt": dataclasses.asdict(params.prompt), "benchmarks": params.data.benchmarks,
               "run": run.name, "model_path": str(model_source(params, run)), "ranks": ranks.world,
               "external": run.external}
-    tracker = Tracker.for_stage(params, f"evaluate@{run.name}", model=run.method, logged=logged) \
+    # A trained run's evaluation nests under its training, whose row gets the headline; a model
+    # evaluated alone (base, a released checkpoint) is a row of the runs table itself.
+    nesting = {"parent_stage": f"train@{run.name}"} if run.trained else {"tags": ROW_TAG}
+    tracker = Tracker.for_stage(params, f"evaluate@{run.name}", model=run.method, logged=logged, **nesting) \
         if ranks.main else NullTracker()
     with tracker:
         result = run_evaluation(model_source(params, run), params, run.eval_dir)
@@ -323,6 +335,9 @@ def evaluate_stage(params: Params, run) -> dict:
         for name in ("arithmetic", *params.data.benchmarks):
             tracker.log_dataset(dataset_input(params.data.eval_dir / f"{name}.jsonl", "eval"))
         tracker.log_metrics(flat_metrics(result["metrics"]))
+        tracker.log_metrics(headline_metrics(result["metrics"]))
+        if tracker.parent_run_id:
+            tracker.log_metrics(headline_metrics(result["metrics"]), run_id=tracker.parent_run_id)
         tracker.log_table(result["rows"][: params.tracking.log_samples], "samples.json")
         tracker.log_artifact(run.eval_dir / "metrics.json")
         tracker.log_artifact(run.eval_dir / BY_STEP)

@@ -1,16 +1,27 @@
 """Starting a stage the way `launcher:` says: here, or under the DeepSpeed launcher.
 
 A stage script calls `relaunch(params)` first. With `launcher.kind: deepspeed`
-and no rank yet, it checks the machine (GPUs, hostfile), then replaces itself
-by `deepspeed ... <the same script and arguments>`, which starts one process
-per rank; those ranks run the script for real. So dvc.yaml keeps one command
-per stage and `dvc repro` trains on every GPU of the node (or nodes).
+and no rank yet, it checks the machine (GPUs, hostfile), then runs
+`deepspeed ... <the same script and arguments>`, which starts one process per
+rank; those ranks run the script for real, and the stage exits with the
+launcher's status. So dvc.yaml keeps one command per stage and `dvc repro`
+trains on every GPU of the node (or nodes).
+
+The launcher runs in a session of its own, and this process passes a stop
+signal (SIGTERM, SIGINT) to the ranks alone: DeepSpeed's launcher, signalled,
+kills its ranks 30 s later whether they have checkpointed or not, and its
+runner, signalled, dies and leaves them running. Each rank watches this
+process and ends itself if it is gone (a kill -9 leaves no orphan rank).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from rlvr.config import LauncherParams
@@ -106,7 +117,10 @@ def write_env_file(path: str | Path = ENV_FILE) -> Path:
 def relaunch(params, argv: list[str] | None = None) -> None:
     """Under `launcher.kind: deepspeed`, become the DeepSpeed launcher (once)."""
     lc = params.launcher
-    if lc.kind != "deepspeed" or under_launcher():
+    if lc.kind != "deepspeed":
+        return
+    if under_launcher():
+        watch_stage_process()
         return
     problems = machine_problems(lc)
     if problems:
@@ -116,5 +130,66 @@ def relaunch(params, argv: list[str] | None = None) -> None:
         print(f"[launch] environment for the other nodes: {write_env_file()}", flush=True)
     cmd = deepspeed_command(lc, argv[0], argv[1:])
     print(f"[launch] {lc.world} rank(s): {' '.join(cmd)}", flush=True)
-    sys.stdout.flush()
-    os.execv(cmd[0], cmd)
+    sys.exit(run_launcher(cmd, argv[0], several_nodes=lc.nodes > 1))
+
+
+STAGE_PID = "RLVR_STAGE_PID"  # the stage process the ranks watch
+
+
+def run_launcher(cmd: list[str], script: str, several_nodes: bool = False) -> int:
+    """Run DeepSpeed's launcher and wait for it, passing stop signals to the
+    ranks (on other nodes, through its runner); its exit status."""
+    proc = subprocess.Popen(cmd, env={**os.environ, STAGE_PID: str(os.getpid())}, start_new_session=True)
+
+    def forward(signum, frame):
+        targets = [proc] if several_nodes else rank_processes(proc.pid, script)
+        for p in targets:
+            try:
+                p.send_signal(signum)
+            except (ProcessLookupError, OSError):
+                pass
+
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, forward)
+    return proc.wait()
+
+
+def rank_processes(root: int, script: str) -> list:
+    """The ranks under launcher process `root`: the processes running `script`
+    (DeepSpeed's own launcher processes name it too, as an argument)."""
+    import psutil
+
+    try:
+        below = psutil.Process(root).children(recursive=True)
+    except psutil.Error:
+        return []
+    ranks = []
+    for p in below:
+        try:
+            cmd = p.cmdline()
+        except psutil.Error:
+            continue
+        if script in cmd and not any("deepspeed.launcher" in part for part in cmd):
+            ranks.append(p)
+    return ranks
+
+
+def watch_stage_process(interval_s: float = 2.0) -> None:
+    """On a rank: end this process if the stage process that launched it is gone."""
+    pid = int(os.environ.get(STAGE_PID, "0"))
+    if not pid:
+        return
+
+    def watch():
+        while True:
+            time.sleep(interval_s)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                print(f"[launch] the stage process {pid} is gone: ending rank {os.environ.get('RANK')}",
+                      file=sys.stderr, flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+            except PermissionError:
+                pass
+
+    threading.Thread(target=watch, name="watch-stage-process", daemon=True).start()

@@ -74,11 +74,17 @@ def load_recipe(path: str | Path = "params.yaml") -> Params:
 
 def parse_recipe(raw: dict, source: str = "params") -> Params:
     problems: list[str] = []
+    params = recipe_params(raw, problems)
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)), source)
+    return params
+
+
+def recipe_params(raw: dict, problems: list[str]) -> Params | None:
+    """Params from a raw mapping, appending every problem, the objectives' too."""
     params = core_params(raw, problems)
     if params is not None:
         every_method(params, problems)
-    if problems:
-        raise ConfigError(list(dict.fromkeys(problems)), source)
     return params
 
 

@@ -17,6 +17,11 @@ class Run:
     external: bool = False  # a released checkpoint, not trained here
 
     @property
+    def trained(self) -> bool:
+        """Trained here (a method and seed), with a step log."""
+        return not self.external and self.seed is not None
+
+    @property
     def name(self) -> str:
         return self.method if self.seed is None else f"{self.method}/seed{self.seed}"
 

@@ -14,27 +14,65 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from rlvr.digests import tree_md5
+from rlvr.stopping import TrainingAborted, TrainingStopped
 
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # a model-training experiment
 PIPELINE_KEY = "rlvr.pipeline"
+PROCESS_TAG = "rlvr.process"  # host:pid of the process a run belongs to
 RUNS_VIEW = "runs"  # the shared view the runs-table URL opens (experiment tag mlflow.sharedViewState.<this>)
 
 
+ROW_TAG = {"table": "model"}  # the runs the table shows: one per trained method and seed, plus evaluated models
+# steps.csv columns charted first (section "train"); the rest go to "train details", validation to "val".
+# MLflow sections a run's charts by the text before the last '/', in code-unit order, "Model metrics"
+# (names without '/': the evaluation's headline) and "System metrics" last.
+KEY_CURVES = ("reward_mean", "accuracy", "entropy", "response_length", "kl", "loss")
+HEADLINE_KINDS = ("avg", "maj", "pass")
+
+
+def step_metric_key(column: str) -> str:
+    """A steps.csv column's MLflow name."""
+    if column.startswith("val_"):
+        return f"val/{column[4:]}"
+    return f"train/{column}" if column in KEY_CURVES else f"train details/{column}"
+
+
+def headline_name(benchmark: str, kind: str, k: int) -> str:
+    return f"eval {benchmark} {kind}@{k}".replace("@", "_at_")
+
+
+def headline_metrics(metrics: dict) -> dict[str, float]:
+    """An evaluation's headline (avg@k, maj@k, pass@k per set and their mean),
+    rounded to 4 digits for the runs table; metrics.json keeps the exact values."""
+    k, out = metrics["k"], {}
+    for name, m in {"mean": metrics["mean"], **metrics["benchmarks"]}.items():
+        for kind in HEADLINE_KINDS:
+            k_set = metrics.get("k_per_set", {}).get(name, k)
+            if f"{kind}@{k_set}" in m:
+                out[headline_name(name, kind, k_set)] = round(float(m[f"{kind}@{k_set}"]), 4)
+    return out
+
+
 def runs_view(k: int) -> dict:
-    """The runs table a trainer compares, as an MLflow shared view: flat (MLflow
-    folds stage runs under their pipeline run only when sorted by start time
-    without a filter; the filter also leaves the pipeline runs out), by run
-    name (evaluate@..., train@...), with the method, seed, experiment, final
-    training reward and accuracy, and the evaluation's headline metrics."""
-    return {"searchFilter": "tags.stage LIKE '%'", "orderByKey": "tags.`mlflow.runName`", "orderByAsc": True,
-            "selectedColumns": ["tags.`model`", "params.`seed`", "tags.`dvc_exp`", "metrics.`reward_mean`",
-                                "metrics.`accuracy`", f"metrics.`mean/avg_at_{k}`", f"metrics.`mean/maj_at_{k}`"]}
+    """The runs table, as an MLflow shared view: one row per trained method and
+    seed (its evaluation's headline logged on it too) and per evaluated model
+    (base, released checkpoints), the method first; the pipeline's other stage
+    runs (data, report, the evaluation runs nested under their training) out of
+    it. Flat, by method: MLflow folds child runs under their parent only when
+    sorted by start time without a filter."""
+    key, value = next(iter(ROW_TAG.items()))
+    columns = ["tags.`model`", "params.`seed`", "metrics.`train/reward_mean`", "metrics.`train/accuracy`",
+               *(f"metrics.`{headline_name('mean', kind, k)}`" for kind in HEADLINE_KINDS), "tags.`dvc_exp`"]
+    return {"searchFilter": f"tags.{key} = '{value}'", "orderByKey": "tags.`model`", "orderByAsc": True,
+            "selectedColumns": columns, "columnOrder": columns}
 
 
 def runs_url(experiment_id: str, port: int = 5000, host: str = "127.0.0.1") -> str:
@@ -48,6 +86,23 @@ def runs_url(experiment_id: str, port: int = 5000, host: str = "127.0.0.1") -> s
 
 def experiment_tags(k: int) -> dict[str, str]:
     return {**EXPERIMENT_KIND, f"mlflow.sharedViewState.{RUNS_VIEW}": json.dumps(runs_view(k))}
+
+
+MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID")
+
+
+@contextmanager
+def environment_kept(names):
+    """The variables `names` as they were before the block."""
+    before = {n: os.environ.get(n) for n in names}
+    try:
+        yield
+    finally:
+        for n, v in before.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
 
 
 def repo_root() -> Path:
@@ -112,40 +167,79 @@ def dataset_input(path: str | Path, context: str, name: str | None = None) -> Da
 
 
 class Tracker:
-    """An MLflow run that degrades to a no-op (with one warning) on store errors."""
+    """An MLflow run that degrades to a no-op (with one warning) on store errors.
+
+    A stage's run starts at once, or (`start=False`) when the stage calls
+    `start`: training starts it once it knows which checkpoint it resumes, so a
+    resumed training continues the MLflow run its checkpoint names, one
+    history from the first step to the last. Starting closes the runs of the
+    same stage that a killed process left RUNNING (KILLED, with their last step)."""
 
     def __init__(self, stage: str, experiment: str = "rlvr", uri: str = "", model: str = "",
                  params: dict | None = None, run_name: str | None = None, system_metrics: bool = False,
-                 k: int = 4):
+                 k: int = 4, start: bool = True, tags: dict | None = None, parent_stage: str | None = None):
+        """`parent_stage`: nest this run under that stage's latest run (an
+        evaluation under its training), found as `parent_run_id`; without one,
+        under the pipeline execution's run."""
         self.stage, self.enabled, self.run_id, self._k = stage, True, None, k
-        self._guard(self._start, experiment, tracking_uri(uri), stage, model, run_name, system_metrics)
-        if params:
-            self.log_params(params)
+        self.parent_stage, self.parent_run_id, self._tags = parent_stage, None, tags or {}
+        self._settings = (experiment, tracking_uri(uri), model, run_name, system_metrics)
+        self._params, self._datasets = params or {}, []
+        if start:
+            self.start()
 
     @classmethod
     def for_stage(cls, params, stage: str, model: str = "", logged: dict | None = None,
-                  system_metrics: bool = True) -> "Tracker":
+                  system_metrics: bool = True, **kwargs) -> "Tracker":
         """A stage's run in the store and experiment `params.tracking` names."""
         return cls(stage, params.tracking.experiment, params.tracking.uri, model=model, params=logged,
-                   system_metrics=system_metrics, k=params.eval.k)
+                   system_metrics=system_metrics, k=params.eval.k, **kwargs)
 
-    def _start(self, experiment, uri, stage, model, run_name, system_metrics):
+    def start(self, resume: str | None = None) -> None:
+        """Start the run, or continue run `resume` if the store has it (once)."""
+        if self.run_id is None and self.enabled:
+            self._guard(self._start, resume)
+
+    def _start(self, resume: str | None):
         import mlflow
 
+        experiment, uri, model, run_name, system_metrics = self._settings
         self._mlflow = mlflow
-        mlflow.set_tracking_uri(uri)
-        exp = mlflow.get_experiment_by_name(experiment)
-        # Artifacts beside the store, not in whatever directory the stage runs from.
-        exp_id = exp.experiment_id if exp else mlflow.create_experiment(
-            experiment, artifact_location=(project_root() / "mlartifacts").as_uri())
-        mlflow.set_experiment(experiment_id=exp_id)
+        with environment_kept(MLFLOW_ENV):  # mlflow.set_* export them; tracking_uri must still see the user's
+            mlflow.set_tracking_uri(uri)
+            exp_id = self._experiment(experiment, uri)
+            mlflow.set_experiment(experiment_id=exp_id)
         for key, value in experiment_tags(self._k).items():
             mlflow.set_experiment_tag(key, value)
-        tags = {"stage": stage, "model": model, "git_commit": git_commit(), "dvc_exp": experiment_name()}
-        parent = self._parent_run(exp_id, tags)
-        run = mlflow.start_run(run_name=run_name or stage, tags=tags, parent_run_id=parent,
-                               log_system_metrics=system_metrics)
+        tags = {"stage": self.stage, "model": model, "git_commit": git_commit(), "dvc_exp": experiment_name(),
+                **self._tags}
+        resume = resume if resume and _run_in(resume, exp_id) else None
+        close_abandoned_runs(exp_id, self.stage, tags["dvc_exp"], keep=resume)
+        process = {PROCESS_TAG: f"{socket.gethostname()}:{os.getpid()}"}
+        if resume:
+            run = mlflow.start_run(run_id=resume, log_system_metrics=system_metrics)
+            mlflow.set_tags(process)
+        else:
+            self.parent_run_id = self.parent_stage and latest_run(exp_id, self.parent_stage, tags["dvc_exp"])
+            run = mlflow.start_run(run_name=run_name or self.stage, tags={**tags, **process},
+                                   parent_run_id=self.parent_run_id or self._parent_run(exp_id, tags),
+                                   log_system_metrics=system_metrics)
         self.run_id = run.info.run_id
+        if not resume:
+            self.log_params(self._params)
+            for ds in self._datasets:
+                self.log_dataset(ds)
+
+    def _experiment(self, name: str, uri: str) -> str:
+        """The experiment's id (made now if new), its artifacts beside the store."""
+        import mlflow
+
+        location = artifact_location(uri)
+        exp = mlflow.get_experiment_by_name(name)
+        if exp is None:
+            return mlflow.create_experiment(name, artifact_location=location)
+        relocate_artifacts(uri, exp, location)
+        return exp.experiment_id
 
     def _parent_run(self, exp_id: str, tags: dict) -> str:
         """The pipeline execution's parent run, found by its key or made now."""
@@ -177,13 +271,25 @@ class Tracker:
             return None
 
     def log_params(self, params: dict) -> None:
+        if self.run_id is None:  # logged when the run starts
+            self._params = {**self._params, **params}
+            return
         items = list(flatten(params).items())
         for i in range(0, len(items), 100):  # MLflow caps a batch at 100 params
             self._guard(lambda chunk: self._mlflow.log_params(dict(chunk)), items[i : i + 100])
 
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None, run_id: str | None = None) -> None:
+        """Into this run, or (`run_id`) another, as an evaluation's headline into its training's."""
         clean = {k.replace("@", "_at_"): float(v) for k, v in metrics.items() if v is not None}
-        self._guard(lambda: self._mlflow.log_metrics(clean, step=step))
+        self._guard(lambda: self._mlflow.log_metrics(clean, step=step, run_id=run_id))
+
+    def log_step(self, row: dict, completions: list[dict] | None = None) -> None:
+        """A training step's row of steps.csv, under sectioned names (step_metric_key),
+        and a few of its sampled completions as a table (completions/step_<n>.json)."""
+        step = int(row["step"])
+        self.log_metrics({step_metric_key(k): v for k, v in row.items() if k != "step"}, step=step)
+        if completions:
+            self.log_table(completions, f"completions/step_{step:06d}.json")
 
     def log_table(self, rows: list[dict], artifact_file: str) -> None:
         if not rows:
@@ -192,7 +298,12 @@ class Tracker:
         self._guard(lambda: self._mlflow.log_table(data=columns, artifact_file=artifact_file))
 
     def log_dataset(self, ds: DatasetInput) -> None:
-        """A dataset as an MLflow input: its name, path and content digest (no copy)."""
+        """A dataset as an MLflow input: its name, path and content digest (no
+        copy); logged when the run starts if it has not yet."""
+        if self.run_id is None:
+            self._datasets.append(ds)
+            return
+
         def log():
             from mlflow.data.dataset_source_registry import resolve_dataset_source
             from mlflow.data.meta_dataset import MetaDataset
@@ -220,21 +331,109 @@ class Tracker:
             self._guard(lambda: self._mlflow.log_artifact(str(path), artifact_path))
 
     def close(self, status: str = "FINISHED") -> None:
-        self._guard(lambda: self._mlflow.end_run(status=status))
+        if self.run_id is not None:
+            self._guard(lambda: self._mlflow.end_run(status=status))
         self.enabled = False
 
     def __enter__(self) -> "Tracker":
         return self
 
     def __exit__(self, exc_type, *rest) -> None:
-        self.close("FAILED" if exc_type else "FINISHED")
+        self.close(end_status(exc_type))
+
+
+def end_status(exc_type) -> str:
+    """A run's status for how its stage ended: stopped or killed by a signal
+    (KILLED), an error (FAILED), or not at all (FINISHED)."""
+    if exc_type is None:
+        return "FINISHED"
+    return "KILLED" if issubclass(exc_type, (TrainingStopped, TrainingAborted, KeyboardInterrupt)) else "FAILED"
+
+
+def latest_run(exp_id: str, stage: str, dvc_exp: str) -> str | None:
+    """The latest run of `stage`, of this DVC experiment if it has one."""
+    from mlflow.tracking import MlflowClient
+
+    for extra in (f" and tags.dvc_exp = '{dvc_exp}'", ""):
+        found = MlflowClient().search_runs([exp_id], filter_string=f"tags.stage = '{stage}'{extra}", max_results=1,
+                                           order_by=["attributes.start_time DESC"])
+        if found:
+            return found[0].info.run_id
+    return None
+
+
+def _run_in(run_id: str, exp_id: str) -> bool:
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    try:
+        return MlflowClient().get_run(run_id).info.experiment_id == exp_id
+    except MlflowException:
+        return False  # another store (a moved or deleted mlflow.db): the training gets a new run
+
+
+def close_abandoned_runs(exp_id: str, stage: str, dvc_exp: str, keep: str | None = None) -> list[str]:
+    """Mark KILLED the runs of `stage` left RUNNING by a process of this host
+    that no longer exists (a kill -9, a lost node), tagging their last step."""
+    from mlflow.tracking import MlflowClient
+
+    client, host, closed = MlflowClient(), socket.gethostname(), []
+    running = client.search_runs([exp_id], filter_string=f"tags.stage = '{stage}' and attributes.status = 'RUNNING'"
+                                 f" and tags.dvc_exp = '{dvc_exp}'")
+    for run in running:
+        owner = run.data.tags.get(PROCESS_TAG, "")
+        owner_host, _, pid = owner.rpartition(":")
+        if run.info.run_id == keep or owner_host != host or (pid.isdigit() and _alive(int(pid))):
+            continue
+        steps = [m.step for key in list(run.data.metrics)[:1] for m in client.get_metric_history(run.info.run_id, key)]
+        client.set_tag(run.info.run_id, "rlvr.ended", f"killed: its process {owner} was gone; last step "
+                       f"{max(steps) if steps else 'none'}")
+        client.set_terminated(run.info.run_id, "KILLED")
+        closed.append(run.info.run_id)
+    return closed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def artifact_location(uri: str) -> str:
+    """Where a store's artifacts go: mlartifacts/ beside a sqlite store's file
+    (so a copied repository writes into its own copy), else beside the project."""
+    db = sqlite_path(uri)
+    return ((db.parent if db else project_root()) / "mlartifacts").as_uri()
+
+
+def sqlite_path(uri: str) -> Path | None:
+    return Path(uri.removeprefix("sqlite:///")).resolve() if uri.startswith("sqlite:///") else None
+
+
+def relocate_artifacts(uri: str, exp, location: str) -> None:
+    """A sqlite store copied with its repository still points its artifacts at
+    the original's mlartifacts/; point them at the copy's (experiment and runs)."""
+    db, old = sqlite_path(uri), exp.artifact_location
+    if db is None or old == location or not (old.startswith("file://") and old.rstrip("/").endswith("/mlartifacts")):
+        return
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?", (location, exp.experiment_id))
+        con.execute("UPDATE runs SET artifact_uri = ? || substr(artifact_uri, ?) WHERE experiment_id = ? "
+                    "AND artifact_uri LIKE ? || '%'", (location, len(old) + 1, exp.experiment_id, old))
+    print(f"[tracking] {db} was made at another path: its artifacts now go to {location}, not {old}", flush=True)
 
 
 class NullTracker:
     """What ranks other than 0 (and runs without a store) track: nothing, with
     Tracker's methods, so callers never ask whether they have a tracker."""
 
-    enabled, run_id = False, None
+    enabled, run_id, parent_run_id = False, None, None
 
     def __getattr__(self, name):
         return lambda *args, **kwargs: None

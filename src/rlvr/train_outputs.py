@@ -12,15 +12,27 @@ from rlvr import checkpoint, distributed
 from rlvr.train_engine import full_weights
 
 
+def completion_rows(groups: list, tokenizer, n: int, step: int) -> list[dict]:
+    """The first response of the first `n` groups of a step (this rank's), as
+    TRL's completions table shows them: problem, completion, reward, correct."""
+    rows = []
+    for g in groups[:n]:
+        rows.append({"step": step, "problem": g.record.problem[:500], "gold": g.record.answer,
+                     "completion": tokenizer.decode(g.responses[0], skip_special_tokens=True)[:2000],
+                     "reward": float(g.rewards[0]), "correct": bool(g.correct[0]), "tokens": len(g.responses[0])})
+    return rows
+
+
 class RunOutputs:
     """Mixed into Trainer: reads its engine, ranks, run files and state."""
 
-    def _record(self, row: dict) -> None:
-        """Append to steps.csv and MLflow, on rank 0."""
+    def _record(self, row: dict, groups: list | None = None) -> None:
+        """Append to steps.csv and MLflow (with a few of the step's completions), on rank 0."""
         if not self.ranks.main:
             return
         self.step_log.append(row)
-        self.tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
+        shown = self.params.tracking.log_completions if self.tracker.enabled else 0
+        self.tracker.log_step(row, completion_rows(groups or [], self.tokenizer, shown, int(row["step"])))
 
     def history(self) -> list[dict[str, float]]:
         """Every recorded step of this run, resumed ones included, as numbers."""
@@ -35,8 +47,9 @@ class RunOutputs:
         checkpoint.save(self.ds_engine, self.ckpt_dir, {
             "step": step, "data_position": self.sampler.position, "entropy_anchor": self.anchor,
             "params_hash": self.hash, "identity": self.identity, "method": self.method.name, "world": self.ranks.world,
-            "best": self.best,
+            "best": self.best, "tracking_run_id": self.tracker.run_id,
         }, self.ranks)
+        self.saved_step = step
 
     def _last_step(self) -> int:
         last = self.step_log.last_step() if self.ranks.main else 0

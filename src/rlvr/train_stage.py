@@ -12,40 +12,52 @@ from rlvr.atomic import write_json
 from rlvr.config import Params
 from rlvr.methods import MethodConfig
 from rlvr.runs import Run
-from rlvr.tracking import NullTracker, Tracker, dataset_input
-from rlvr.trainer import StaleCheckpoint, Trainer, TrainingStopped
+from rlvr.tracking import ROW_TAG, NullTracker, Tracker, dataset_input
+from rlvr.stopping import EXIT_CONFIG, EXIT_STOPPED, TrainingAborted, TrainingStopped
+from rlvr.trainer import StaleCheckpoint, Trainer
 
 
 def run_training(params: Params, method: MethodConfig, run: Run, init_model: str, fresh: bool = False) -> dict:
     """Train `run`, resuming its checkpoint; returns the stage's one-line summary.
     A checkpoint made from other inputs is started over under DVC (it reruns the
-    stage because an input changed) or with `fresh`; run by hand, it is an error."""
+    stage because an input changed) or with `fresh`; run by hand, it is an error.
+    A stop (rlvr.stopping) ends the stage with its exit status, the MLflow run KILLED."""
     ranks = distributed.ranks_from_env()
     tracked = {"train": dataclasses.asdict(method.train), "objective": dataclasses.asdict(method.objective),
                "prompt": dataclasses.asdict(params.prompt.for_training()), "ranks": params.launcher.world, "seed": run.seed}
-    tracker = Tracker.for_stage(params, f"train@{run.name}", model=run.method, logged=tracked) \
-        if ranks.main else NullTracker()
+    tracker = Tracker.for_stage(params, f"train@{run.name}", model=run.method, logged=tracked, start=False,
+                                tags=ROW_TAG) if ranks.main else NullTracker()
+    tracker.log_dataset(dataset_input(params.data.train_dir / "train.jsonl", "train"))
     trainer = Trainer(params, method, init_model, run.run_dir, run.model_dir, tracker,
                       steps_file=run.train_dir / "steps.csv", fresh_on_change=fresh or "DVC_STAGE" in os.environ)
     try:
-        with tracker:
-            tracker.log_dataset(dataset_input(params.data.train_dir / "train.jsonl", "train"))
-            try:
-                trainer.train()
-            except TrainingStopped as e:
-                print(f"error: {e}", file=sys.stderr)
-                sys.exit(3)
-            except StaleCheckpoint as e:
-                print(f"error: {e}", file=sys.stderr)
-                sys.exit(2)
+        with tracker:  # started by the trainer once it knows the checkpoint it resumes
+            trainer.train()
             tracker.log_artifact(trainer.steps_file)
             tracker.log_model(run.model_dir, name=run.name.replace("/", "-"))
+    except StaleCheckpoint as e:
+        stop_stage(e, EXIT_CONFIG)
+    except (TrainingStopped, TrainingAborted) as e:
+        stop_stage(e, getattr(e, "exit_status", EXIT_STOPPED))
     finally:
         distributed.barrier()
     if not ranks.main:
         return {}
     rows = trainer.history()  # all steps, also those of an earlier, resumed invocation
-    last = rows[-1] if rows else {}
-    write_json(run.train_dir / "summary.json", {"steps": method.train.steps, "final": last,
-                                                 "first": rows[0] if rows else None})
+    write_summary(run.train_dir / "summary.json", rows, method.train.steps)
+    last = rows[-1]
     return {k: round(last[k], 3) for k in ("reward_mean", "entropy", "kl", "time_total") if k in last}
+
+
+def write_summary(path, rows: list[dict], steps: int) -> None:
+    """The run's first and last recorded steps (resumed invocations included);
+    a finished training with no step recorded is an error, never an empty summary."""
+    if not rows:
+        raise RuntimeError(f"the step log beside {path} has no step although training finished; "
+                           "delete the run's checkpoint (runs/) and rerun the stage")
+    write_json(path, {"steps": steps, "final": rows[-1], "first": rows[0]})
+
+
+def stop_stage(error: BaseException, status: int) -> None:
+    print(f"error: {error}", file=sys.stderr, flush=True)
+    sys.exit(status)

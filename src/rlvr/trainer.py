@@ -43,14 +43,15 @@ from rlvr.rollout_groups import Collected, Group, QuestionSampler, RolloutCollec
 from rlvr.run_files import Snapshots, StepLog
 from rlvr.schema import settings_hash
 from rlvr.step_metrics import PHASES, PhaseTimer, StepMetrics
+from rlvr.stopping import StopRequest, TrainingStopped
 from rlvr.tracking import NullTracker
 from rlvr.train_outputs import RunOutputs
 from rlvr.train_engine import full_weights, policy_engines, warmup_lr
 from rlvr.update import PolicyUpdate
 
 
-class TrainingStopped(RuntimeError):
-    pass
+class StepAbandoned(Exception):
+    """A stop was asked for before this step's update: its rollout is dropped."""
 
 
 class StaleCheckpoint(RuntimeError):
@@ -74,7 +75,9 @@ class Trainer(RunOutputs):
         self.ranks = distributed.ranks_from_env()
         self.anchor: float | None = None  # the objective's constant from its first step (Needs.anchor)
         self.bad_in_a_row = 0
-        self._stop_signal = None
+        self.stop = StopRequest(self._say)
+        self.saved_step = 0  # the step the checkpoint on disk holds
+        self.last_groups: list[Group] = []
         self.rollout_engine, self.fresh_on_change = rollout_engine, fresh_on_change
         self.validator = None  # an Evaluator on the held-out problems, built on the first validation
         self.best: dict | None = None  # the best validation so far: {"step", "score"}
@@ -100,6 +103,7 @@ class Trainer(RunOutputs):
         self.hash = settings_hash(self.identity)
         self.snapshots = Snapshots(self.run_dir / "snapshots", self.hash)
         state = self._usable_state()  # before any engine is built: a refused checkpoint costs nothing
+        self.tracker.start(resume=(state or {}).get("tracking_run_id"))  # a resumed training keeps its run
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         needs = self.objective.needs()
@@ -161,6 +165,7 @@ class Trainer(RunOutputs):
         self.sampler.position = state["data_position"]
         self.anchor = state.get("entropy_anchor")
         self.best = state.get("best")
+        self.saved_step = state["step"]
         self.prune_snapshots()
         self._truncate_steps(state["step"])
         self.push_weights()
@@ -176,40 +181,56 @@ class Trainer(RunOutputs):
     def train(self) -> list[dict]:
         start = self.setup()
         steps, every = self.settings.steps, self.settings.eval_every
-        previous = signal.signal(signal.SIGTERM, self._on_sigterm)
         rows = []
         try:
             bar = tqdm(range(start, steps), initial=start, total=steps, desc=f"train {self.method.name}",
                        disable=not self.ranks.main)
-            for step in bar:
-                row = self.step(step)
-                rows.append(row)
-                bar.set_postfix(reward=f"{row['reward_mean']:.3f}", kl=f"{row['kl']:.2e}", s=f"{row['time_total']:.0f}")
-                done = step + 1
-                improved = every > 0 and (done % every == 0 or done == steps) and self.validate(done, row)
-                self._record(row)
-                # Every rank must stop at the same step, whichever got the signal.
-                stop = distributed.any_rank(self._stop_signal is not None)
-                if improved and done < steps:
-                    self.save_snapshot(done)  # before the checkpoint: a resumed run never lacks it
-                if done % self.settings.checkpoint_every == 0 or done == steps or stop:
-                    self._save(done)
-                    self.prune_snapshots()
-                if stop:
-                    raise TrainingStopped(f"stopped by signal {self._stop_signal or 'on another rank'} after "
-                                          f"step {done}; rerun to resume from the checkpoint")
-            self._save_final()
+            with self.stop:
+                for step in bar:
+                    row = self._step_or_stop(step)
+                    rows.append(row)
+                    bar.set_postfix(reward=f"{row['reward_mean']:.3f}", kl=f"{row['kl']:.2e}",
+                                    s=f"{row['time_total']:.0f}")
+                    done = step + 1
+                    improved = every > 0 and (done % every == 0 or done == steps) and self.validate(done, row)
+                    self._record(row, self.last_groups)
+                    # Every rank must stop at the same step, whichever got the signal.
+                    stop = distributed.any_rank(self.stop.requested)
+                    if improved and done < steps:
+                        self.save_snapshot(done)  # before the checkpoint: a resumed run never lacks it
+                    if done % self.settings.checkpoint_every == 0 or done == steps or stop:
+                        self._save(done)
+                        self.prune_snapshots()
+                    if stop:
+                        raise TrainingStopped(f"stopped by {self._stop_cause()} after step {done}, checkpointed; "
+                                              "rerun to resume")
+                self._save_final()
         finally:
-            signal.signal(signal.SIGTERM, previous)
             self.verifier.close()
         return rows
 
-    def _on_sigterm(self, signum, frame):
-        self.request_stop(signum)
+    def _step_or_stop(self, step: int) -> dict:
+        """`step`, or, when a stop comes before its update, the run as it was
+        before the step (generators and data position back, so a resumed run
+        draws what this one would have) checkpointed, then TrainingStopped."""
+        generators, position = checkpoint.rng_state(), self.sampler.position
+        try:
+            return self.step(step)
+        except StepAbandoned:
+            checkpoint.set_rng_state(generators)
+            self.sampler.position = position
+            if step > self.saved_step:
+                self._save(step)
+            held = f"the checkpoint holds step {self.saved_step}" if self.saved_step else "no step was complete"
+            raise TrainingStopped(f"stopped by {self._stop_cause()} during the rollout of step {step + 1}: the step "
+                                  f"was dropped before its update; {held}; rerun to resume") from None
 
-    def request_stop(self, reason=signal.SIGTERM) -> None:
-        """Finish the step, checkpoint, then stop (TrainingStopped), as a scheduler's SIGTERM does."""
-        self._stop_signal = reason
+    def _stop_cause(self) -> str:
+        return self.stop.name if self.stop.requested else "a signal to another rank"
+
+    def request_stop(self, signum: int = signal.SIGTERM) -> None:
+        """Ask for a stop as a scheduler's SIGTERM does."""
+        self.stop.request(signum)
 
     def step(self, step: int, groups: list[Group] | None = None) -> dict:
         """One rollout step. `groups` (this rank's share, already graded) skips
@@ -217,6 +238,8 @@ class Trainer(RunOutputs):
         timer, metrics, memory = PhaseTimer(), StepMetrics(), PhaseMemory(self.device)
         t0 = time.perf_counter()
         collected = self.collector.collect(timer) if groups is None else Collected(groups, 0, 0)
+        if groups is None and distributed.any_rank(self.stop.requested):
+            raise StepAbandoned  # nothing changed yet but the generators and the data position
         memory.rollout_done()
         lr = warmup_lr(step, self.settings.lr, self.settings.warmup_steps)
         for g in self.ds_engine.optimizer.param_groups:
@@ -230,6 +253,7 @@ class Trainer(RunOutputs):
         with timer("weight_push"):
             self.push_weights()  # wakes the engine with the new weights
         metrics.add_groups(collected.groups)
+        self.last_groups = collected.groups  # this rank's, for the completions table
         metrics.totals.update(rollout_tokens=collected.rollout_tokens, rollout_rounds=collected.rounds)
         metrics.maxima.update({f"time_{p}": timer.seconds[p] for p in PHASES})
         metrics.maxima["time_total"] = time.perf_counter() - t0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+from rlvr.atomic import write_json
 from rlvr.config import DataParams, PromptParams
 from rlvr.data import arithmetic, sources
 from rlvr.data.names import HUB_TRAIN_SETS
@@ -48,17 +49,20 @@ def prepare(p: DataParams, prompt: PromptParams | None = None, tokenizer=None) -
     a = p.arithmetic
     arith_train, arith_test = arithmetic.generate(a.levels, a.n_train, a.n_test_per_level, a.seed)
     counts = {"arithmetic": write_jsonl(p.eval_dir / "arithmetic.jsonl", arith_test)}
+    skipped: dict[str, list[int]] = {}
     for name in p.benchmarks:
-        counts[name] = write_jsonl(p.eval_dir / f"{name}.jsonl",
-                                   sources.load(name, p.source, p.vendor_dir, p.hub_mirror))
+        records = sources.load(name, p.source, p.vendor_dir, p.hub_mirror, p.skip_bad_rows,
+                               skipped.setdefault(name, []))
+        counts[name] = write_jsonl(p.eval_dir / f"{name}.jsonl", records)
     mixture: list[Record] = []
     for name in p.train_sets:
         if name == "arithmetic":
             mixture += arith_train
         elif name in HUB_TRAIN_SETS:
-            mixture += sources.load_hub(name, p.hub_mirror)
+            mixture += sources.load_hub(name, p.hub_mirror, skipped.setdefault(name, []))
         else:
-            mixture += sources.load_vendored(name, p.vendor_dir)
+            mixture += sources.load_vendored(name, p.vendor_dir, p.skip_bad_rows, skipped.setdefault(name, []))
+    write_json(p.skipped_rows_file, {name: lines for name, lines in skipped.items() if lines})
     if p.max_prompt_tokens is not None:
         if prompt is None or tokenizer is None:
             raise ValueError("data.max_prompt_tokens is set: prepare() needs the training prompt and the tokenizer")

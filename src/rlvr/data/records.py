@@ -72,59 +72,73 @@ def write_jsonl(path: str | Path, rows: Iterable[dict | Record]) -> int:
     return n
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    """Read a JSONL file, skipping (and counting, with a warning naming the file
-    and lines) rows that are not valid UTF-8 JSON objects."""
+class DataError(ValueError):
+    """A row that cannot be used, named by file and line."""
+
+
+SKIP_HINT = "fix or delete the line, or set data.skip_bad_rows: true to skip such rows (the report counts them)"
+
+
+def read_jsonl(path: str | Path, skip_bad: bool = False, skipped: list[int] | None = None) -> list[dict]:
+    """A JSONL file's rows. A line that is not a UTF-8 JSON object is an error
+    naming the file and line, or, with `skip_bad`, skipped (its line number
+    appended to `skipped`)."""
+    return [row for _, row in numbered_rows(path, skip_bad, skipped)]
+
+
+def numbered_rows(path: str | Path, skip_bad: bool = False, skipped: list[int] | None = None) -> list[tuple[int, dict]]:
+    """(line number, row) of each row of a JSONL file (see read_jsonl)."""
     path = Path(path)
-    rows, bad = [], []
+    rows = []
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
             if not raw.strip():
                 continue
             try:
                 row = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                bad.append(lineno)
-                continue
-            if not isinstance(row, dict):
-                bad.append(lineno)
-                continue
-            rows.append(row)
-    if bad:
-        warnings.warn(f"{path}: skipped {len(bad)} malformed line(s): {_lines(bad)}", stacklevel=2)
+                why = None if isinstance(row, dict) else f"a JSON {type(row).__name__}, not an object"
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                why = f"not valid JSON ({e})"
+            if why is None:
+                rows.append((lineno, row))
+            elif skip_bad:
+                (skipped if skipped is not None else []).append(lineno)
+            else:
+                raise DataError(f"{path}:{lineno}: {why}; {SKIP_HINT}")
     return rows
 
 
 def read_records(path: str | Path) -> list[Record]:
-    """Read normalized records; rows without a problem or answer, or with an id
-    seen before, are skipped and counted. An empty result is an error."""
+    """Read prepared records (written by the data stage): a line that is not a
+    record, or an id seen before, is an error naming its line. An empty file
+    is an error too."""
     path = Path(path)
-    records, seen, bad = [], set(), []
-    for i, row in enumerate(read_jsonl(path), start=1):
+    records, seen = [], set()
+    rerun = "the prepared data is damaged: rerun the data stage (dvc repro -f prepare_data)"
+    for lineno, row in numbered_rows(path):
         problem, answer = row.get("problem"), row.get("answer")
         if not _nonempty(problem) or not _nonempty(answer) or "id" not in row or "source" not in row:
-            bad.append(i)
-            continue
+            raise DataError(f"{path}:{lineno}: a record needs an id, a source and a non-empty problem and answer; "
+                            f"{rerun}")
         if str(row["id"]) in seen:
-            bad.append(i)
-            continue
+            raise DataError(f"{path}:{lineno}: id {row['id']} appears twice; {rerun}")
         seen.add(str(row["id"]))
         records.append(Record.from_json(row))
-    if bad:
-        warnings.warn(
-            f"{path}: skipped {len(bad)} row(s) with a missing/empty problem or answer "
-            f"or a duplicate id (rows {_lines(bad)})",
-            stacklevel=2,
-        )
     if not records:
         raise EmptyDatasetError(f"{path}: no usable records. Re-run the data stage (dvc repro prepare_data).")
     return records
 
 
+def first_problems(records: list[Record], n: int) -> list[Record]:
+    """The problems with the first `n` ids of a set, where ids end in the row's
+    number in its source (`math500-17`): a slice is then the same problems
+    whatever rows were lost before it. Ids without distinct numbers (the
+    generated arithmetic sets, numbered per level) count by position."""
+    tails = [r.id.rsplit("-", 1)[-1] for r in records]
+    if not all(t.isdigit() for t in tails) or len(set(tails)) < len(tails):
+        return records[:n]
+    return [r for r, t in zip(records, tails) if int(t) < n]
+
+
 def _nonempty(x) -> bool:
     return isinstance(x, str) and x.strip() != ""
-
-
-def _lines(nums: list[int], most: int = 10) -> str:
-    shown = ", ".join(map(str, nums[:most]))
-    return shown + (f", ... (+{len(nums) - most})" if len(nums) > most else "")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from rlvr.data.names import BENCHMARKS, OFFLINE_TRAIN_SETS
-from rlvr.data.records import EmptyDatasetError, Record, read_jsonl
+from rlvr.data.records import SKIP_HINT, DataError, EmptyDatasetError, Record, numbered_rows
 
 
 @dataclass(frozen=True)
@@ -128,42 +128,58 @@ def _level(row: dict) -> int | None:
 
 def normalize(rows: list[dict], source: str, problem_key: str | Callable = "problem",
               answer_key: str | Callable = "answer", where: str | None = None, dedupe: bool = False,
-              system: Callable[[dict], str | None] | None = None) -> list[Record]:
-    """Rows -> Records. Rows without a problem or answer ("None" is a null that
-    became text), or repeating an id (with `dedupe`, a problem), are skipped
-    and counted in one warning that names the file and rows."""
-    out, seen, skipped = [], set(), []
-    for i, row in enumerate(rows):
+              system: Callable[[dict], str | None] | None = None, lines: list[int] | None = None,
+              skip_bad: bool = True, skipped: list[int] | None = None) -> list[Record]:
+    """Rows -> Records. A row without a problem or answer ("None" is a null that
+    became text), or repeating an id (with `dedupe`, a problem), is skipped
+    (its row number appended to `skipped`, one warning naming them), or, without
+    `skip_bad`, an error naming it. `lines`: each row's line in its file (default
+    1, 2, ...); a row without an id gets `<source>-<line - 1>`."""
+    out, seen, bad = [], set(), []
+    lines = lines or list(range(1, len(rows) + 1))
+    for line, row in zip(lines, rows):
         raw_answer = column(row, answer_key)
         answer, alts = split_answer("" if raw_answer in (None, "None") else raw_answer)
-        rid = str(row.get("id", f"{source}-{i}"))
+        rid = str(row.get("id", f"{source}-{line - 1}"))
         problem = str(column(row, problem_key) or "").strip()
         key = problem if dedupe else rid
         if not problem or not answer or key in seen:
-            skipped.append(i + 1)
+            if not skip_bad:
+                why = "repeats an earlier row's id or problem" if problem and answer else "has no problem or answer"
+                raise DataError(f"{where or source}:{line}: the row {why}; {SKIP_HINT}")
+            bad.append(line)
             continue
         seen.add(key)
         out.append(Record(id=rid, problem=problem, answer=answer, source=source, level=_level(row), alt_answers=alts,
                           system=system(row) if system else None))
-    if skipped:
-        shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
-        warnings.warn(f"{where or source}: skipped {len(skipped)} row(s) with an empty problem or answer "
-                      f"or a duplicate id (rows {shown})", stacklevel=2)
+    if bad:
+        (skipped if skipped is not None else []).extend(bad)
+        shown = ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "")
+        warnings.warn(f"{where or source}: skipped {len(bad)} row(s) with an empty problem or answer "
+                      f"or a repeated id (rows {shown})", stacklevel=2)
     if not out:
         raise EmptyDatasetError(f"{where or source}: no usable rows (each needs a non-empty problem and answer)")
     return out
 
 
-def load_vendored(name: str, vendor_dir: str | Path) -> list[Record]:
+def load_vendored(name: str, vendor_dir: str | Path, skip_bad: bool = False,
+                  skipped: list[int] | None = None) -> list[Record]:
+    """A set vendored in data/vendor: a line that cannot be read is an error
+    naming it unless `skip_bad`; so is a benchmark row without a problem or
+    answer (a training set's, as math_train's four, are the upstream file's
+    own and skipped, counted, as the hub's are)."""
     sub = "benchmarks" if name in BENCHMARKS else "train"
     path = Path(vendor_dir) / sub / f"{name}.jsonl"
     if not path.exists():
         known = ", ".join(BENCHMARKS + OFFLINE_TRAIN_SETS)
         raise FileNotFoundError(f"no vendored dataset '{name}' at {path}; vendored sets are: {known}")
-    return normalize(read_jsonl(path), name, where=str(path))
+    skipped = skipped if skipped is not None else []
+    numbered = numbered_rows(path, skip_bad, skipped)
+    return normalize([row for _, row in numbered], name, where=str(path), lines=[n for n, _ in numbered],
+                     skip_bad=skip_bad or name not in BENCHMARKS, skipped=skipped)
 
 
-def load_hub(name: str, mirror: str | Path | None = None) -> list[Record]:
+def load_hub(name: str, mirror: str | Path | None = None, skipped: list[int] | None = None) -> list[Record]:
     """Load a dataset from the hub through `datasets` (the online path).
 
     With `mirror` (data.hub_mirror), the same rows come from local files in the
@@ -180,7 +196,7 @@ def load_hub(name: str, mirror: str | Path | None = None) -> list[Record]:
         import datasets
 
         ds = datasets.load_dataset("json", data_files=str(path), split="train")
-        return _hub_records(name, spec, ds, str(path))
+        return _hub_records(name, spec, ds, str(path), skipped)
     alternative = (
         "set data.source: offline to use the vendored copy in data/vendor/"
         if name != "deepscaler"
@@ -195,17 +211,21 @@ def load_hub(name: str, mirror: str | Path | None = None) -> list[Record]:
         ds = datasets.load_dataset(spec.repo, spec.config, split=spec.split)
     except Exception as e:  # network, auth, missing repo: all end the same way
         raise OfflineError(f"cannot load '{spec.repo}' from the hub ({type(e).__name__}: {e}); {alternative}") from e
-    return _hub_records(name, spec, ds, spec.repo)
+    return _hub_records(name, spec, ds, spec.repo, skipped)
 
 
-def _hub_records(name: str, spec: HubSpec, ds, where: str) -> list[Record]:
+def _hub_records(name: str, spec: HubSpec, ds, where: str, skipped: list[int] | None) -> list[Record]:
     rows = [dict(r, id=f"{name}-{i}") for i, r in enumerate(ds)]
-    return normalize(rows, name, spec.problem, spec.answer, where=where, dedupe=spec.dedupe, system=spec.system)
+    return normalize(rows, name, spec.problem, spec.answer, where=where, dedupe=spec.dedupe, system=spec.system,
+                     skipped=skipped)
 
 
-def load(name: str, source: str, vendor_dir: str | Path, mirror: str | Path | None = None) -> list[Record]:
+def load(name: str, source: str, vendor_dir: str | Path, mirror: str | Path | None = None, skip_bad: bool = False,
+         skipped: list[int] | None = None) -> list[Record]:
+    """A benchmark from its vendored copy (offline) or the hub (online, whose
+    rows without an answer are the dataset's own and always skipped)."""
     if source == "offline":
-        return load_vendored(name, vendor_dir)
+        return load_vendored(name, vendor_dir, skip_bad, skipped)
     if source == "online":
-        return load_hub(name, mirror)
+        return load_hub(name, mirror, skipped)
     raise ValueError(f"data.source must be 'offline' or 'online', got '{source}'")

@@ -12,7 +12,7 @@ import yaml
 from rlvr.atomic import write_json, write_text
 from rlvr.report import sections as tables
 from rlvr.report.claims import all_claim_rows, claims_summary, claims_table
-from rlvr.report.figures import curve_figure, difficulty_figure, pass_curve_figure, scores_figure
+from rlvr.report.figures import curve_figure, difficulty_figure, method_colors, pass_curve_figure, scores_figure
 from rlvr.report.format import csv_cell, html, slug
 from rlvr.report.load import KINDS, MethodResults, load_results
 from rlvr.runs import BASE, Run
@@ -45,6 +45,11 @@ class Report:
         return next(iter(self.results.values())).k
 
     @property
+    def colors(self) -> dict[str, str]:
+        """Each method's colour in every figure (and in dvc plots, which show these figures)."""
+        return method_colors(list(self.results))
+
+    @property
     def steps(self) -> dict[str, list[dict]]:
         """Every trained run's steps, by run label."""
         return {(n if len(m.seeds) == 1 else f"{n}/seed{s}"): rows for n, m in self.results.items()
@@ -71,7 +76,7 @@ def summary(r: Report) -> list[str]:
     if note:
         parts.append(note)
     columns, cells = r.score_table("avg")
-    figure = scores_figure(cells, columns, f"avg@{r.k}", r.fig_dir / "scores.png")
+    figure = scores_figure(cells, columns, f"avg@{r.k}", r.fig_dir / "scores.png", r.colors)
     if figure is not None:
         r.lead_figures.append(figure)
         parts.append(f"![{figure.stem}](figures/{figure.name})")
@@ -79,7 +84,10 @@ def summary(r: Report) -> list[str]:
 
 
 def how_to_read(r: Report) -> list[str]:
-    return [f"## How to read the numbers\n\n{tables.intro(r.results)}"]
+    lost = {name: n for m in r.results.values() for x in m.metrics for name, n in x.get("skipped_rows", {}).items()}
+    note = ("\n\nRows lost in the data stage (data.skip_bad_rows: unreadable rows skipped, so these sets are "
+            "smaller than published): " + ", ".join(f"{name} {n}" for name, n in sorted(lost.items()))) if lost else ""
+    return [f"## How to read the numbers\n\n{tables.intro(r.results)}{note}"]
 
 
 def scores(r: Report) -> list[str]:
@@ -176,12 +184,14 @@ VALIDATION_CURVE = ((("val_avg@k", "validation avg@k"), ("val_pass@k", "validati
 
 def figures(r: Report) -> list[Path]:
     steps, fig_dir = r.steps, r.fig_dir
-    made = [curve_figure(steps, list(series), fig_dir / name, title) for series, name, title in CURVES]
+    made = [curve_figure(steps, list(series), fig_dir / name, title, r.colors) for series, name, title in CURVES]
     made.append(difficulty_figure({n: m.accuracy_by_question() for n, m in r.results.items()},
-                                  r.levels[1] if r.levels else {}, f"avg@{r.k}", fig_dir / "difficulty_bias.png"))
+                                  r.levels[1] if r.levels else {}, f"avg@{r.k}", fig_dir / "difficulty_bias.png",
+                                  r.colors))
     series, name, title = VALIDATION_CURVE
-    made.append(curve_figure(steps, list(series), fig_dir / name, title))
-    made.append(pass_curve_figure({n: m.pass_curve() for n, m in r.results.items()}, fig_dir / "pass_at_k.png"))
+    made.append(curve_figure(steps, list(series), fig_dir / name, title, r.colors))
+    made.append(pass_curve_figure({n: m.pass_curve() for n, m in r.results.items()}, fig_dir / "pass_at_k.png",
+                                  r.colors))
     return [f for f in made if f is not None]
 
 

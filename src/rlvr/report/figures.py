@@ -14,6 +14,20 @@ def _plt():
     return plt
 
 
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")  # matplotlib's tab10
+
+
+def method_colors(methods: list[str]) -> dict[str, str]:
+    """One colour per method for every figure, in the report's order (base first)."""
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
+
+
+def _color(colors: dict[str, str], run: str) -> str | None:
+    """A run's colour: its method's (`grpo/seed1` is grpo's)."""
+    return colors.get(run.split("/seed")[0])
+
+
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -22,7 +36,8 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def curve_figure(steps: dict[str, list[dict]], keys: list[tuple[str, str]], path: Path, title: str) -> Path | None:
+def curve_figure(steps: dict[str, list[dict]], keys: list[tuple[str, str]], path: Path, title: str,
+                 colors: dict[str, str]) -> Path | None:
     """One panel per (column, label) of steps.csv, one line per run."""
     if not any(any(isinstance(r.get(k), float) for r in rows for k, _ in keys) for rows in steps.values()):
         return None
@@ -32,7 +47,7 @@ def curve_figure(steps: dict[str, list[dict]], keys: list[tuple[str, str]], path
         for run, rows in steps.items():
             pts = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), float)]
             if pts:
-                ax.plot(*zip(*pts), marker="o", ms=3, label=run)
+                ax.plot(*zip(*pts), marker="o", ms=3, label=run, color=_color(colors, run))
         ax.set_xlabel("training step")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
@@ -42,7 +57,7 @@ def curve_figure(steps: dict[str, list[dict]], keys: list[tuple[str, str]], path
 
 
 def difficulty_figure(accuracy: dict[str, list[float]], level_gains: dict[str, dict[str, float]], metric: str,
-                      path: Path) -> Path | None:
+                      path: Path, colors: dict[str, str]) -> Path | None:
     """Left: per-question accuracy distribution per run (questions at 0% and 100%
     give no group signal). Right: gain over base per arithmetic level."""
     if "base" not in accuracy or len(accuracy) < 2:
@@ -55,7 +70,7 @@ def difficulty_figure(accuracy: dict[str, list[float]], level_gains: dict[str, d
     for i, run in enumerate(runs):
         vals = accuracy[run]
         shares = [sum(1 for v in vals if round(v, 4) == b) / len(vals) for b in bins]
-        ax1.bar([j + i * width for j in range(len(bins))], shares, width, label=run)
+        ax1.bar([j + i * width for j in range(len(bins))], shares, width, label=run, color=_color(colors, run))
     ax1.set_xticks([j + 0.4 - width / 2 for j in range(len(bins))], [f"{b:.0%}" for b in bins], fontsize=7)
     ax1.set_xlabel("per-question accuracy (k samples, mean over seeds)")
     ax1.set_ylabel("share of questions")
@@ -65,7 +80,8 @@ def difficulty_figure(accuracy: dict[str, list[float]], level_gains: dict[str, d
         levels = sorted({lv for g in level_gains.values() for lv in g}, key=int)
         w = 0.8 / len(level_gains)
         for i, (name, g) in enumerate(level_gains.items()):
-            ax2.bar([j + i * w for j in range(len(levels))], [g.get(lv, 0.0) for lv in levels], w, label=name)
+            ax2.bar([j + i * w for j in range(len(levels))], [g.get(lv, 0.0) for lv in levels], w, label=name,
+                    color=_color(colors, name))
         ax2.set_xticks([j + 0.4 - w / 2 for j in range(len(levels))], [f"L{lv}" for lv in levels])
         ax2.axhline(0, color="black", lw=0.8)
         ax2.set_xlabel("arithmetic difficulty level")
@@ -76,7 +92,7 @@ def difficulty_figure(accuracy: dict[str, list[float]], level_gains: dict[str, d
 
 
 def scores_figure(rows: dict[str, list[tuple[float, float, float]]], columns: list[str], metric: str,
-                  path: Path) -> Path | None:
+                  path: Path, colors: dict[str, str]) -> Path | None:
     """The main table as a figure: one panel per set (and the mean), a bar per
     method with its 95% interval."""
     if not rows:
@@ -88,7 +104,7 @@ def scores_figure(rows: dict[str, list[tuple[float, float, float]]], columns: li
     for j, (ax, col) in enumerate(zip(axes[0], columns)):
         est = [rows[m][j][0] for m in methods]
         err = [[rows[m][j][0] - rows[m][j][1] for m in methods], [rows[m][j][2] - rows[m][j][0] for m in methods]]
-        ax.barh(range(len(methods)), est, xerr=err, color=[f"C{i}" for i in range(len(methods))], capsize=3)
+        ax.barh(range(len(methods)), est, xerr=err, color=[_color(colors, m) for m in methods], capsize=3)
         for i, (value, high) in enumerate(zip(est, err[1])):  # inside a long bar, after a short one's interval
             inside = value > 0.25
             ax.text(0.02 if inside else value + high + 0.02, i, f"{value:.3f}", va="center", fontsize=8,
@@ -103,7 +119,7 @@ def scores_figure(rows: dict[str, list[tuple[float, float, float]]], columns: li
     return _save(fig, path)
 
 
-def pass_curve_figure(curves: dict[str, list[tuple[int, float]]], path: Path) -> Path | None:
+def pass_curve_figure(curves: dict[str, list[tuple[int, float]]], path: Path, colors: dict[str, str]) -> Path | None:
     """pass@k against k, one line per method (SIREN's exploration argument:
     a policy that keeps exploring gains more from more samples)."""
     curves = {n: c for n, c in curves.items() if len(c) > 1}
@@ -112,7 +128,7 @@ def pass_curve_figure(curves: dict[str, list[tuple[int, float]]], path: Path) ->
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, curve in curves.items():
-        ax.plot(*zip(*curve), marker="o", ms=3, label=name)
+        ax.plot(*zip(*curve), marker="o", ms=3, label=name, color=_color(colors, name))
     ax.set_xscale("log", base=2)
     ks = sorted({j for curve in curves.values() for j, _ in curve})
     ax.set_xticks(ks, [str(j) for j in ks])

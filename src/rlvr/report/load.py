@@ -96,6 +96,16 @@ def _read_csv(path: Path) -> list[dict]:
         return [{k: _num(v) for k, v in r.items()} for r in csv.DictReader(f)]
 
 
+def _read_steps(path: Path) -> list[dict]:
+    """A trained run's step log; missing or without a step, the report would
+    show a training with no curve and empty claims: an error instead."""
+    rows = _read_csv(path)
+    if not rows:
+        raise FileNotFoundError(f"{path} is {'empty' if path.exists() else 'missing'} but its run was evaluated: "
+                                "rerun its train stage (dvc repro train@<method>-<seed>)")
+    return rows
+
+
 def _num(v):
     try:
         return float(v)
@@ -117,7 +127,7 @@ def load_results(root: Path, runs: list[Run]) -> dict[str, MethodResults]:
         m = out.setdefault(run.method, MethodResults(run.method, external=run.external))
         m.metrics.append(json.loads(metrics_file.read_text()))
         m.problems.append(_read_jsonl(root / run.eval_dir / "problems.jsonl"))
-        m.steps.append(_read_csv(root / run.train_dir / "steps.csv"))
+        m.steps.append(_read_steps(root / run.train_dir / "steps.csv") if run.trained else [])
         by_step = root / run.eval_dir / "by_step.json"
         m.by_step.append(json.loads(by_step.read_text())["steps"] if by_step.exists() else {})
         m.seeds.append(run.seed)
