@@ -3,15 +3,16 @@ Chromium with a fresh profile, Debian's package `chromium`).
 
     python docs/screenshots.py            # needs a filled mlflow.db and reports/ (dvc repro)
 
-Starts `mlflow ui` on localhost against the repository's store, then saves
+Starts `mlflow ui` on localhost against the repository's store, then saves,
+each from a fresh browser profile (what a first visit sees):
 docs/mlflow_runs.png (the runs table at the URL `python -m rlvr.tracking`
-prints: the model-training view, one row per stage run), docs/mlflow_train_metrics.png
-(a train run's metric charts), docs/mlflow_compare.png (the compare view of
-two methods' train runs) and docs/report.png (the first screen of
-reports/index.html).
+prints: the model-training view, one row per training), docs/mlflow_train_metrics.png
+(a training run's first screen of charts), docs/mlflow_compare.png (the chart
+view: every training's per-step curves) and docs/report.png (the first screen
+of reports/index.html).
 """
 
-import json
+import shutil
 import subprocess
 import sys
 import time
@@ -28,9 +29,11 @@ ROOT = HERE.parent
 
 
 def shoot(url: str, out: Path, width: int = 1600, height: int = 1000, wait_ms: int = 20000) -> None:
+    profile = Path(f"/tmp/chromium-{out.stem}")
+    shutil.rmtree(profile, ignore_errors=True)  # a first visit: no saved view mode, no closed panels
     subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir=/tmp/chromium-{out.stem}", f"--window-size={width},{height}",
+                    f"--user-data-dir={profile}", f"--window-size={width},{height}",
                     f"--virtual-time-budget={wait_ms}", "--hide-scrollbars", f"--screenshot={out}", url],
                    check=True, capture_output=True, timeout=180)
     print(f"wrote {out}")
@@ -50,19 +53,15 @@ def main() -> None:
                 time.sleep(1)
         client = MlflowClient(uri)
         exp = client.get_experiment_by_name("rlvr")
-        # per method, its newest train run that trained (a run resumed at its last step logs no metrics)
-        newest = client.search_runs([exp.experiment_id], "tags.stage LIKE 'train@%'", max_results=500,
-                                    order_by=["attributes.start_time DESC"])
-        train = list({r.data.tags["model"]: r.info.run_id for r in reversed(newest)
-                      if "reward_mean" in r.data.metrics}.values())
         for key, value in experiment_tags(2).items():  # the default's k, as `python -m rlvr.tracking` sets it
             client.set_experiment_tag(exp.experiment_id, key, value)
+        train = client.search_runs([exp.experiment_id], "tags.table = 'model'", max_results=1,
+                                   order_by=["attributes.start_time DESC"])[0].info.run_id
         shoot(runs_url(exp.experiment_id, PORT), HERE / "mlflow_runs.png", width=1900)
-        shoot(f"{base}/#/experiments/{exp.experiment_id}/runs/{train[0]}/model-metrics?workflowType=machine_learning",
+        shoot(f"{base}/#/experiments/{exp.experiment_id}/runs/{train}/model-metrics?workflowType=machine_learning",
               HERE / "mlflow_train_metrics.png", wait_ms=90000)
-        compare = json.dumps(train[:2])
-        shoot(f"{base}/#/compare-runs?runs={compare}&experiments={json.dumps([exp.experiment_id])}"
-              "&workflowType=machine_learning", HERE / "mlflow_compare.png", wait_ms=90000)
+        shoot(runs_url(exp.experiment_id, PORT, chart=True), HERE / "mlflow_compare.png", width=1900,
+              wait_ms=90000)
         shoot((ROOT / "reports" / "index.html").as_uri(), HERE / "report.png")
     finally:
         ui.terminate()

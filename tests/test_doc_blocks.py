@@ -21,3 +21,39 @@ def test_every_generator_is_used_and_a_stale_block_is_seen():
     stale = "x <!-- generated: grpo_seeds -->0.1, 0.2 and 0.3<!-- end generated --> y"
     [(_, now, source)] = doc_blocks.blocks(stale)
     assert now != source and doc_blocks.rewrite(stale) == f"x <!-- generated: grpo_seeds -->{source}<!-- end generated --> y"
+
+
+def _exp_show_command() -> list[str]:
+    import re
+    import shlex
+
+    line = next(l for l in (REPO / "README.md").read_text().splitlines() if l.startswith("dvc exp show"))
+    return shlex.split(re.sub(r"\s+#.*$", "", line))
+
+
+def test_the_readmes_exp_show_drops_every_hash_column():
+    """DVC keeps a column unless its name *starts* with a --drop pattern
+    (dvc/commands/experiments/show.py: drop_re.match): `/` alone dropped nothing."""
+    import re
+
+    cmd = _exp_show_command()
+    drop = re.compile(cmd[cmd.index("--drop") + 1])
+    for hashed in ("data/prepared/train", "models/base", "src/rlvr/trainer.py", "stages/train.py"):
+        assert drop.match(hashed), hashed
+    for kept in ("avg@2.grpo", "avg@2.disco_logl", "train.lr", "methods.disco_logl.tau"):
+        assert not drop.match(kept), kept
+
+
+def test_the_readmes_exp_show_fits_120_columns():
+    import os
+    import subprocess
+    import sys
+
+    cmd = _exp_show_command()
+    out = subprocess.run([sys.executable, "-m", "dvc", *cmd[1:], "--no-pager"], cwd=REPO, capture_output=True,
+                         text=True, env={**os.environ, "COLUMNS": "120"}, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert "Experiment" in out.stdout and max(len(l) for l in lines) <= 120, out.stdout
+    header = next(l for l in lines if "Experiment" in l)
+    assert "/" not in header and "maj@" not in header, header

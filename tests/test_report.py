@@ -153,8 +153,15 @@ def test_figures_and_self_contained_html(report):
         assert Path(f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and Path(f).stat().st_size > 10_000
     html = (root / "reports/index.html").read_text()
     assert html.count("data:image/png;base64,") == 8 and "<table>" in html
-    # the summary's figure comes first, before any table
-    assert html.index('alt="scores"') < html.index("<table>")
+    # the summary's figure comes first, before any table, with its caption once, under it
+    from rlvr.report.build import CAPTIONS
+
+    assert html.index(f'alt="{CAPTIONS["scores"]}"') < html.index("<table>")
+    assert html.count(f"<figcaption>{CAPTIONS['scores']}</figcaption>") == 1
+    assert html.count(CAPTIONS["training_dynamics"]) == 2  # alt text and caption; not a third time as a paragraph
+    assert "text-align:left" in html
+    md = (root / "reports/results.md").read_text()
+    assert all(f"*{CAPTIONS[Path(f).stem]}*" in md for f in out["figures"])  # every figure says how to read it
 
 
 def test_the_report_leads_with_its_answer(report):
@@ -178,7 +185,7 @@ def test_the_report_leads_with_its_answer(report):
     assert out["methods"] == ["base", "grpo", "disco_logl"]
     # the summary figure is drawn from the main table, which has a row for every evaluated method
     assert list(out["tables"]["avg"]["rows"]) == out["methods"]
-    assert "![scores](figures/scores.png)" in summary and (root / "reports/figures/scores.png").stat().st_size > 10_000
+    assert "](figures/scores.png)" in summary and (root / "reports/figures/scores.png").stat().st_size > 10_000
     contents = md.split("## Contents")[1].split("\n## ")[0]
     for heading in [line[3:] for line in md.split("## Contents")[1].splitlines() if line.startswith("## ")]:
         assert f"(#{slug(heading)})" in contents, heading
@@ -194,6 +201,29 @@ def test_a_set_every_method_scores_zero_on_is_said_to_carry_nothing(tmp_path, re
     summary = md.split("## Summary")[1].split("\n## ")[0]
     assert "No information at this scale: math500 (1 problem, all at 0.000)" in summary
     assert "arithmetic" not in summary.split("No information")[1]
+    assert "every mean over sets leaves it out" in summary
+    # the mean column is arithmetic's alone: grpo got 1 of 2 samples right on one of arithmetic's 2 problems
+    main = md.split("## Main table")[1].split("\n## ")[0]
+    grpo = next(line for line in main.splitlines() if line.startswith("| grpo "))
+    assert grpo.split("|")[-2].strip().startswith("0.250")  # not 1/6 with math500's zero in
+    # the first sentence: one problem each cannot tell the methods apart
+    assert summary.strip().startswith("**No method is distinguishable here**: on mean avg@2 over the sets that "
+                                      "carry information (arithmetic)")
+
+
+def test_a_clear_best_is_named_in_the_first_sentence(tmp_path, repo):
+    global BENCH
+    many = {"arithmetic": [f"q{i}" for i in range(40)], "math500": ["c"]}
+    old, BENCH = BENCH, many
+    try:
+        for run, right in zip(RUNS, (0, 0, 2)):
+            write_eval(tmp_path, run, {q: right for qs in many.values() for q in qs})
+        build_report(RUNS, tmp_path, tmp_path / "reports")
+    finally:
+        BENCH = old
+    summary = (tmp_path / "reports/results.md").read_text().split("## Summary")[1]
+    assert summary.strip().startswith("**disco_logl is the best method here**: highest mean avg@2 over the sets "
+                                      "that carry information (arithmetic, math500)")
 
 
 def test_the_report_is_byte_for_byte_reproducible(report, repo):

@@ -314,7 +314,7 @@ def evaluate_stage(params: Params, run) -> dict:
     it on rank 0; returns the one-line summary."""
     import torch
 
-    from rlvr.tracking import ROW_TAG, NullTracker, Tracker, dataset_input, headline_metrics
+    from rlvr.tracking import NullTracker, Tracker, dataset_input, headline_metrics
 
     ranks = distributed.ranks_from_env()
     if ranks.world > 1 or torch.cuda.is_available():  # CUDA: vLLM's external launcher joins this process group
@@ -323,9 +323,8 @@ def evaluate_stage(params: Params, run) -> dict:
               "prompt": dataclasses.asdict(params.prompt), "benchmarks": params.data.benchmarks,
               "run": run.name, "model_path": str(model_source(params, run)), "ranks": ranks.world,
               "external": run.external}
-    # A trained run's evaluation nests under its training, whose row gets the headline; a model
-    # evaluated alone (base, a released checkpoint) is a row of the runs table itself.
-    nesting = {"parent_stage": f"train@{run.name}"} if run.trained else {"tags": ROW_TAG}
+    # A trained run's evaluation nests under its training, whose row in the runs table gets the headline.
+    nesting = {"parent_stage": f"train@{run.name}"} if run.trained else {}
     tracker = Tracker.for_stage(params, f"evaluate@{run.name}", model=run.method, logged=logged, **nesting) \
         if ranks.main else NullTracker()
     with tracker:

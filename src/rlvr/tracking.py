@@ -30,7 +30,7 @@ PROCESS_TAG = "rlvr.process"  # host:pid of the process a run belongs to
 RUNS_VIEW = "runs"  # the shared view the runs-table URL opens (experiment tag mlflow.sharedViewState.<this>)
 
 
-ROW_TAG = {"table": "model"}  # the runs the table shows: one per trained method and seed, plus evaluated models
+ROW_TAG = {"table": "model"}  # the runs the table shows: one per trained method and seed
 # steps.csv columns charted first (section "train"); the rest go to "train details", validation to "val".
 # MLflow sections a run's charts by the text before the last '/', in code-unit order, "Model metrics"
 # (names without '/': the evaluation's headline) and "System metrics" last.
@@ -63,11 +63,11 @@ def headline_metrics(metrics: dict) -> dict[str, float]:
 
 def runs_view(k: int) -> dict:
     """The runs table, as an MLflow shared view: one row per trained method and
-    seed (its evaluation's headline logged on it too) and per evaluated model
-    (base, released checkpoints), the method first; the pipeline's other stage
-    runs (data, report, the evaluation runs nested under their training) out of
-    it. Flat, by method: MLflow folds child runs under their parent only when
-    sorted by start time without a filter."""
+    seed (its evaluation's headline logged on it too), the method first; the
+    pipeline's other stage runs (data, the evaluations, report) out of it, so
+    the chart view holds the training curves alone. Flat, by method: MLflow
+    folds child runs under their parent only when sorted by start time
+    without a filter."""
     key, value = next(iter(ROW_TAG.items()))
     columns = ["tags.`model`", "params.`seed`", "metrics.`train/reward_mean`", "metrics.`train/accuracy`",
                *(f"metrics.`{headline_name('mean', kind, k)}`" for kind in HEADLINE_KINDS), "tags.`dvc_exp`"]
@@ -75,13 +75,14 @@ def runs_view(k: int) -> dict:
             "selectedColumns": columns, "columnOrder": columns}
 
 
-def runs_url(experiment_id: str, port: int = 5000, host: str = "127.0.0.1") -> str:
-    """`mlflow ui`'s runs table in its model-training view. MLflow 3.17 opens
+def runs_url(experiment_id: str, port: int = 5000, host: str = "127.0.0.1", chart: bool = False) -> str:
+    """`mlflow ui`'s runs table in its model-training view (`chart`: its chart
+    view, the per-step curves of the trainings side by side). MLflow 3.17 opens
     an experiment in its GenAI view unless the URL (or the browser's saved
     choice) says `workflowType=machine_learning`; the experimentKind tag is
     not read by this version's UI."""
     return (f"http://{host}:{port}/#/experiments/{experiment_id}/runs"
-            f"?workflowType=machine_learning&viewStateShareKey={RUNS_VIEW}")
+            f"?workflowType=machine_learning&viewStateShareKey={RUNS_VIEW}" + ("&compareRunsMode=CHART" * chart))
 
 
 def experiment_tags(k: int) -> dict[str, str]:
@@ -465,7 +466,8 @@ def main(argv=None) -> int:
         return 1
     for key, value in experiment_tags(params.eval.k).items():
         client.set_experiment_tag(exp.experiment_id, key, value)
-    print(runs_url(exp.experiment_id, args.port))
+    print(f"runs table:         {runs_url(exp.experiment_id, args.port)}")
+    print(f"per-step curves:    {runs_url(exp.experiment_id, args.port, chart=True)}")
     return 0
 
 

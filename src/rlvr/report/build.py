@@ -67,7 +67,7 @@ class Report:
 def summary(r: Report) -> list[str]:
     """The answer first: each claim's verdict, the sets that say nothing at
     this scale, and the main table as a figure with its intervals."""
-    parts = []
+    parts = [verdict(r)]
     rows = r.claim_rows()
     if rows:
         parts.append("The papers' claims on this run's data (the table below has the statistics):\n\n"
@@ -79,8 +79,25 @@ def summary(r: Report) -> list[str]:
     figure = scores_figure(cells, columns, f"avg@{r.k}", r.fig_dir / "scores.png", r.colors)
     if figure is not None:
         r.lead_figures.append(figure)
-        parts.append(f"![{figure.stem}](figures/{figure.name})")
+        parts.append(figure_md(figure))
     return ["## Summary\n\n" + "\n\n".join(parts)] if parts else []
+
+
+def verdict(r: Report) -> str:
+    """The summary's first sentence: the best method on mean avg@k over the
+    sets that carry information, or that none can be told apart."""
+    columns, rows = r.score_table("avg")
+    sets = ", ".join(next(iter(r.results.values())).mean_sets or [])
+    ranked = sorted(rows, key=lambda n: rows[n][-1][0], reverse=True)
+    if len(ranked) < 2:
+        return f"One model evaluated: {ranked[0]}, mean avg@{r.k} {rows[ranked[0]][-1][0]:.3f} over {sets}."
+    best = tables.best_marks(r.results, "avg", columns, rows).get("mean")
+    top = f"{ranked[0]} ({rows[ranked[0]][-1][0]:.3f}) and {ranked[1]} ({rows[ranked[1]][-1][0]:.3f})"
+    if best:
+        return (f"**{best} is the best method here**: highest mean avg@{r.k} over the sets that carry information "
+                f"({sets}), its paired 95% interval over the runner-up {ranked[1]} above 0.")
+    return (f"**No method is distinguishable here**: on mean avg@{r.k} over the sets that carry information ({sets}) "
+            f"the top two, {top}, differ by less than their paired 95% interval.")
 
 
 def how_to_read(r: Report) -> list[str]:
@@ -156,6 +173,37 @@ SECTIONS = (how_to_read, scores, published, ablations, seeds, levels, difficulty
 AGREEMENT = "grader_agreement.json"  # the grader_agreement stage's output, beside the report
 
 
+# What each figure shows and how to read it (a method keeps one colour in every figure).
+CAPTIONS = {
+    "scores": "The main table as bars: avg@k per set and their mean, one bar per model, the black line its 95% "
+              "interval over problems. Bars whose intervals overlap are not told apart.",
+    "training_dynamics": "Training reward and generation entropy per step, one line per run. Entropy falling "
+                         "towards 0 while reward stalls is the collapse SIREN and DisCO address.",
+    "kl_length": "KL to the rollout policy and response length per step. A KL spike marks an unstable update; "
+                 "length drifting up or down is a change of strategy.",
+    "entropy_groups": "SIREN's top-p entropy, and the share of groups whose responses were all right or all wrong "
+                      "(no group-relative signal), per step.",
+    "constraint": "The trust region at work: the share of DisCO's loss calls whose KL penalty was active, and "
+                  "the share of tokens PPO-style objectives clipped, per step.",
+    "difficulty_training": "Groups with no correct response and groups with every response correct, per step: "
+                           "both give no signal; a method learns from what lies between.",
+    "perplexity": "Perplexity of the sampled responses under the rollout policy, per step. A fall towards 1 is "
+                  "a policy that no longer explores.",
+    "difficulty_bias": "Left: how many questions each model gets at each accuracy (0% and 100% give no group "
+                       "signal). Right: each method's accuracy gain over the base model per arithmetic level.",
+    "validation": "Validation during training on problems held out of the training mixture: avg@k, pass@k and "
+                  "maj@k per validated step. This, not the test sets, picks the best checkpoint.",
+    "pass_at_k": "pass@k against k (log scale), averaged over sets: a model that keeps exploring gains more "
+                 "from more samples.",
+}
+
+
+def figure_md(path: Path) -> str:
+    """A figure with its caption (index.html shows the caption under the image)."""
+    caption = CAPTIONS.get(path.stem, path.stem)
+    return f"![{caption}](figures/{path.name})\n\n*{caption}*"
+
+
 def contents(parts: list[str]) -> str:
     """Links to the detail sections (GitHub's heading anchors; index.html gives its headings the same ids)."""
     titles = [p.splitlines()[0].lstrip("#").strip() for p in parts if p.startswith("## ")]
@@ -209,6 +257,8 @@ def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | 
     if not results:
         raise FileNotFoundError(f"no metrics.json under {root / 'reports/eval'} for runs "
                                 f"{[r.name for r in runs]}: run the evaluate stages first")
+    for m in results.values():
+        m.mean_sets = tables.mean_sets(results)
     agreement = json.loads((out_dir / AGREEMENT).read_text()) if (out_dir / AGREEMENT).exists() else None
     report = Report(results, paper, profile, objectives or {}, fig_dir=out_dir / "figures", agreement=agreement,
                     ablations=ablations or {})
@@ -216,7 +266,7 @@ def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | 
     detail = [md for section in SECTIONS for md in section(report)]
     made = figures(report)
     md = "# Results\n\n" + "\n\n".join([*lead, contents(detail), *detail])
-    md += "\n\n## Figures\n\n" + "\n".join(f"![{f.stem}](figures/{f.name})" for f in made) + "\n"
+    md += "\n\n## Figures\n\n" + "\n\n".join(figure_md(f) for f in made) + "\n"
     write_text(out_dir / "results.md", md)
     write_text(out_dir / "index.html", html(md, out_dir))
     write_curves(results, out_dir / "curves.csv")

@@ -36,7 +36,7 @@ def html(md: str, out_dir: Path) -> str:
     """A self-contained page: the markdown tables as HTML, each figure inlined
     where the markdown shows it (paths relative to `out_dir`), headings with
     the anchors the contents links to."""
-    body, table_rows = [], []
+    body, table_rows, caption = [], [], None
 
     def flush():
         if table_rows:
@@ -53,7 +53,10 @@ def html(md: str, out_dir: Path) -> str:
             continue
         flush()
         figure = re.fullmatch(r"!\[([^\]]*)\]\(([^)]+)\)", line.strip())
+        if line.strip() == f"*{caption}*":  # the markdown's caption line: the figure's own caption shows it
+            continue
         if figure:
+            caption = figure.group(1)
             data = base64.b64encode((out_dir / figure.group(2)).read_bytes()).decode()
             body.append(f'<figure><img src="data:image/png;base64,{data}" alt="{figure.group(1)}">'
                         f"<figcaption>{figure.group(1)}</figcaption></figure>")
@@ -65,8 +68,12 @@ def html(md: str, out_dir: Path) -> str:
         elif line.strip():
             body.append(f"<p>{_inline(line)}</p>")
     flush()
-    style = ("body{font-family:sans-serif;max-width:1300px;margin:2em auto}table{border-collapse:collapse;"
-             "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}img{max-width:100%}")
+    style = ("body{font-family:system-ui,sans-serif;line-height:1.45;color:#222;max-width:1200px;margin:2em auto;"
+             "padding:0 1.5em}p,li{max-width:75em}h1,h2,h3{line-height:1.2}h2{margin-top:2em;border-bottom:1px "
+             "solid #ddd;padding-bottom:.2em}table{border-collapse:collapse;margin:1em 0;font-size:.92em}"
+             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}"
+             "tr:nth-child(even) td{background:#fafafa}code{background:#f3f3f3;padding:0 .2em}"
+             "figure{margin:1.5em 0}img{max-width:100%}figcaption{color:#555;font-size:.92em;max-width:75em}")
     return f"<!doctype html><html><head><meta charset='utf-8'><title>rlvr results</title><style>{style}</style>" \
            f"</head><body>{''.join(body)}</body></html>\n"
 

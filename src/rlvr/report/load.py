@@ -29,6 +29,7 @@ class MethodResults:
     by_step: list[dict] = field(default_factory=list)  # by_step.json "steps" per seed
     seeds: list[int | None] = field(default_factory=list)
     external: bool = False  # a released checkpoint evaluated as a row (`checkpoints:`), not trained here
+    mean_sets: list[str] | None = None  # what a mean over sets averages (the report sets it: sections.mean_sets)
 
     @property
     def label(self) -> str:

@@ -13,19 +13,27 @@ from rlvr.runs import BASE
 from rlvr.schema import unknown_name
 
 def score_table(results: dict[str, MethodResults], kind: str) -> tuple[list[str], dict[str, list[Cell]]]:
-    """Per method: (estimate, 95% interval) for each benchmark, then the mean over them."""
-    benches = next(iter(results.values())).benchmarks
+    """Per method: (estimate, 95% interval) for each benchmark, then the mean
+    over the sets that carry information (mean_sets)."""
+    benches, averaged = next(iter(results.values())).benchmarks, mean_sets(results)
     rows = {}
     for name, m in results.items():
         vals = m.values(kind)
-        rows[name] = [stats.mean_ci([vals[b]]) for b in benches] + [stats.mean_ci([vals[b] for b in benches])]
+        rows[name] = [stats.mean_ci([vals[b]]) for b in benches] + [stats.mean_ci([vals[b] for b in averaged])]
     return benches + ["mean"], rows
 
 
-def paired(a: MethodResults, b: MethodResults, kind: str, bench: str | None) -> Cell:
-    """a - b on the same problems: one benchmark, or the mean over all (bench None)."""
+def mean_sets(results) -> list[str]:
+    """What a mean over sets averages: every set but those that carry no
+    information at this scale (uninformative_sets), or all if none does."""
+    benches, empty = next(iter(results.values())).benchmarks, set(uninformative_sets(results))
+    return [b for b in benches if b not in empty] or benches
+
+
+def paired(a: MethodResults, b: MethodResults, kind: str, bench: str | None, sets: list[str] | None = None) -> Cell:
+    """a - b on the same problems: one benchmark, or the mean over `sets` (bench None; all when None)."""
     va, vb = a.values(kind), b.values(kind)
-    keys = [bench] if bench else list(va)
+    keys = [bench] if bench else (sets or list(va))
     return stats.paired_diff_ci([va[k] for k in keys], [vb[k] for k in keys])
 
 
@@ -39,7 +47,8 @@ def best_marks(results: dict[str, MethodResults], kind: str, columns: list[str],
         ranked = sorted(rows, key=lambda n: rows[n][j][0], reverse=True)
         if len(ranked) < 2:
             continue
-        _, lo, _ = paired(results[ranked[0]], results[ranked[1]], kind, None if col == "mean" else col)
+        _, lo, _ = paired(results[ranked[0]], results[ranked[1]], kind, None if col == "mean" else col,
+                          mean_sets(results))
         if lo > 0:
             marks[col] = ranked[0]
     return marks
@@ -65,7 +74,8 @@ def gains_section(results, kind: str, reference: str) -> str | None:
     cols = results[reference].benchmarks + ["mean"]
     body = []
     for name in others:
-        cells = [paired(results[name], results[reference], kind, None if c == "mean" else c) for c in cols]
+        cells = [paired(results[name], results[reference], kind, None if c == "mean" else c, mean_sets(results))
+                 for c in cols]
         body.append([name, *[fmt(c, signed=True) for c in cells], stats.verdict(cells[-1][1], cells[-1][2])])
     return markdown(["method", *cols, "mean: verdict"], body)
 
@@ -81,7 +91,7 @@ def ablation_section(results, ablations: dict[str, str], k, published: dict | No
     published = published or {}
     body = []
     for variant, full in pairs:
-        cells = [paired(results[variant], results[full], kind, None) for kind in ("avg", "maj")]
+        cells = [paired(results[variant], results[full], kind, None, mean_sets(results)) for kind in ("avg", "maj")]
         stated = published.get(variant) or {}
         sizes = [published_size(stated.get(kind), c) for kind, c in zip(("avg", "maj"), cells)]
         body.append([variant, full, *[f"{fmt(c, signed=True)}: {stats.verdict(c[1], c[2])}" for c in cells],
@@ -223,7 +233,7 @@ def uninformative_note(results) -> str | None:
                       for b in sets)
     return (f"No information at this scale: {named}. Every method, the base model included, scores the same on "
             "every problem there, so the set only exercises its benchmark path and its column says nothing "
-            "about the methods.")
+            "about the methods; every mean over sets leaves it out.")
 
 
 def paper_rows(paper: dict, profile: str | None, columns: list[str]) -> list[list[str]]:
