@@ -21,7 +21,8 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from rlvr.tracking import experiment_tags, runs_url
+from rlvr.params import load_params
+from rlvr.tracking import experiment_tags, runs_url, view_of
 
 PORT = 5055
 HERE = Path(__file__).resolve().parent
@@ -53,13 +54,13 @@ def main() -> None:
                 time.sleep(1)
         client = MlflowClient(uri)
         exp = client.get_experiment_by_name("rlvr")
-        for key, value in experiment_tags(2).items():  # the default's k, as `python -m rlvr.tracking` sets it
-            client.set_experiment_tag(exp.experiment_id, key, value)
+        for key, value in experiment_tags(*view_of(load_params(ROOT / "params.yaml"))).items():
+            client.set_experiment_tag(exp.experiment_id, key, value)  # as `python -m rlvr.tracking` does
         train = client.search_runs([exp.experiment_id], "tags.table = 'model'", max_results=1,
                                    order_by=["attributes.start_time DESC"])[0].info.run_id
         shoot(runs_url(exp.experiment_id, PORT), HERE / "mlflow_runs.png", width=1900)
         shoot(f"{base}/#/experiments/{exp.experiment_id}/runs/{train}/model-metrics?workflowType=machine_learning",
-              HERE / "mlflow_train_metrics.png", wait_ms=90000)
+              HERE / "mlflow_train_metrics.png", wait_ms=240000)
         shoot(runs_url(exp.experiment_id, PORT, chart=True), HERE / "mlflow_compare.png", width=1900,
               wait_ms=90000)
         shoot((ROOT / "reports" / "index.html").as_uri(), HERE / "report.png")

@@ -87,3 +87,19 @@ def test_model_sources_resolve_here(tmp_path, monkeypatch, tiny_model):
     (tmp_path / "hf" / "models--agentica-org--DeepScaleR-1.5B-Preview" / "refs").mkdir()
     (tmp_path / "hf" / "models--agentica-org--DeepScaleR-1.5B-Preview" / "refs" / "main").write_text("abc")
     assert source_problem("checkpoints.x", "agentica-org/DeepScaleR-1.5B-Preview") is None  # cached: resolves offline
+
+
+def test_on_a_gpu_node_a_method_that_cannot_fit_is_a_problem_before_any_stage(tmp_path, monkeypatch):
+    """rlvr.memory's check per method (a no-op without CUDA, so stood in for here by its error)."""
+    from rlvr import memory
+
+    def too_big(params, method):
+        if method == "grpo":
+            raise ConfigError([f"methods.{method}: needs 90.0 GiB of 79.2; train.max_tokens_per_call: 8192 fits"],
+                              "memory")
+
+    monkeypatch.setattr(memory, "check_this_gpu", too_big)
+    path = tmp_path / "params.yaml"
+    path.write_text((REPO / "params.yaml").read_text())
+    with pytest.raises(ConfigError, match="methods.grpo: needs 90.0 GiB.*max_tokens_per_call: 8192 fits"):
+        check_recipe(path)

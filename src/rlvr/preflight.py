@@ -1,6 +1,7 @@
 """The pipeline's first stage (stages/check_params.py): every rule of a params
 file at once, plus what params alone cannot tell: that each model it names
-(model.source, checkpoints:) resolves on this machine.
+(model.source, checkpoints:) resolves on this machine, and, on a GPU node,
+that each method fits its GPU (rlvr.memory).
 
 DVC removes a stage's outputs just before running it, so a bad value found by
 a later stage costs what that stage had made. Every stage depends on this one,
@@ -28,6 +29,8 @@ def check_recipe(path: str | Path = "params.yaml") -> Params:
     params = recipe_params(read_yaml(path), problems)
     if params is not None:
         problems += model_problems(params)
+    if params is not None and not problems:
+        problems += gpu_memory_problems(params)
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)), str(path))
     return params
@@ -38,6 +41,20 @@ def model_problems(params: Params) -> list[str]:
     named.update({f"checkpoints.{name}": source for name, source in (params.extra.get("checkpoints") or {}).items()
                   if isinstance(source, str) and source})
     return [p for where, source in named.items() if (p := source_problem(where, source))]
+
+
+def gpu_memory_problems(params: Params) -> list[str]:
+    """On a GPU node, each method that cannot fit this GPU (rlvr.memory's worst
+    case, with the setting that would fit); nothing without CUDA."""
+    from rlvr.memory import check_this_gpu
+
+    problems = []
+    for method in params.extra.get("methods") or {}:
+        try:
+            check_this_gpu(params, method)
+        except ConfigError as e:
+            problems += [p for p in e.problems if p not in problems]
+    return problems
 
 
 def source_problem(where: str, source: str) -> str | None:

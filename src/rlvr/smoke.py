@@ -178,13 +178,13 @@ def train_and_resume(params, method, base: str, engine, work: Path, report: Repo
     run_dir, final = work / "run" / method.name, work / "models" / method.name
     prompt, response, before = fixed_response(params, engine, base)
     first = Trainer(params, method, base, run_dir, final, rollout_engine=engine)
-    first.request_stop()
+    first.request_stop(after_step=1)
     try:
         first.train()
         stopped = "ran to the end"
     except TrainingStopped as e:
         stopped = str(e)
-    report.check("stop", stopped.startswith("stopped by signal") and (run_dir / "checkpoint").exists(),
+    report.check("stop", stopped.startswith("stopped by request after step 1") and (run_dir / "checkpoint").exists(),
                  f"a stop requested during step 1: {stopped}")
     check_push(first, engine, prompt, response, before, params.model.dtype, report)
     counts = [first.verifier.counts]

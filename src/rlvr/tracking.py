@@ -61,15 +61,18 @@ def headline_metrics(metrics: dict) -> dict[str, float]:
     return out
 
 
-def runs_view(k: int) -> dict:
+def runs_view(k: int, set_ks: dict[str, int] | None = None) -> dict:
     """The runs table, as an MLflow shared view: one row per trained method and
-    seed (its evaluation's headline logged on it too), the method first; the
+    seed (its evaluation's headline logged on it too: avg@k per set of
+    `set_ks`, {set: its k}, and the evaluation's mean over every set, which
+    unlike the report's keeps sets with no information), the method first; the
     pipeline's other stage runs (data, the evaluations, report) out of it, so
     the chart view holds the training curves alone. Flat, by method: MLflow
     folds child runs under their parent only when sorted by start time
     without a filter."""
     key, value = next(iter(ROW_TAG.items()))
-    columns = ["tags.`model`", "params.`seed`", "metrics.`train/reward_mean`", "metrics.`train/accuracy`",
+    per_set = [f"metrics.`{headline_name(name, 'avg', k_set)}`" for name, k_set in (set_ks or {}).items()]
+    columns = ["tags.`model`", "params.`seed`", "metrics.`train/reward_mean`", "metrics.`train/accuracy`", *per_set,
                *(f"metrics.`{headline_name('mean', kind, k)}`" for kind in HEADLINE_KINDS), "tags.`dvc_exp`"]
     return {"searchFilter": f"tags.{key} = '{value}'", "orderByKey": "tags.`model`", "orderByAsc": True,
             "selectedColumns": columns, "columnOrder": columns}
@@ -85,8 +88,13 @@ def runs_url(experiment_id: str, port: int = 5000, host: str = "127.0.0.1", char
             f"?workflowType=machine_learning&viewStateShareKey={RUNS_VIEW}" + ("&compareRunsMode=CHART" * chart))
 
 
-def experiment_tags(k: int) -> dict[str, str]:
-    return {**EXPERIMENT_KIND, f"mlflow.sharedViewState.{RUNS_VIEW}": json.dumps(runs_view(k))}
+def experiment_tags(k: int, set_ks: dict[str, int] | None = None) -> dict[str, str]:
+    return {**EXPERIMENT_KIND, f"mlflow.sharedViewState.{RUNS_VIEW}": json.dumps(runs_view(k, set_ks))}
+
+
+def view_of(params) -> tuple[int, dict[str, int]]:
+    """What the runs table shows of a params file: k, and each evaluated set's k."""
+    return params.eval.k, {name: params.eval.k_for(name) for name in ("arithmetic", *params.data.benchmarks)}
 
 
 MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID")
@@ -178,11 +186,12 @@ class Tracker:
 
     def __init__(self, stage: str, experiment: str = "rlvr", uri: str = "", model: str = "",
                  params: dict | None = None, run_name: str | None = None, system_metrics: bool = False,
-                 k: int = 4, start: bool = True, tags: dict | None = None, parent_stage: str | None = None):
+                 k: int = 4, start: bool = True, tags: dict | None = None, parent_stage: str | None = None,
+                 set_ks: dict[str, int] | None = None):
         """`parent_stage`: nest this run under that stage's latest run (an
         evaluation under its training), found as `parent_run_id`; without one,
         under the pipeline execution's run."""
-        self.stage, self.enabled, self.run_id, self._k = stage, True, None, k
+        self.stage, self.enabled, self.run_id, self._view = stage, True, None, (k, set_ks)
         self.parent_stage, self.parent_run_id, self._tags = parent_stage, None, tags or {}
         self._settings = (experiment, tracking_uri(uri), model, run_name, system_metrics)
         self._params, self._datasets = params or {}, []
@@ -194,7 +203,7 @@ class Tracker:
                   system_metrics: bool = True, **kwargs) -> "Tracker":
         """A stage's run in the store and experiment `params.tracking` names."""
         return cls(stage, params.tracking.experiment, params.tracking.uri, model=model, params=logged,
-                   system_metrics=system_metrics, k=params.eval.k, **kwargs)
+                   system_metrics=system_metrics, k=view_of(params)[0], set_ks=view_of(params)[1], **kwargs)
 
     def start(self, resume: str | None = None) -> None:
         """Start the run, or continue run `resume` if the store has it (once)."""
@@ -210,7 +219,7 @@ class Tracker:
             mlflow.set_tracking_uri(uri)
             exp_id = self._experiment(experiment, uri)
             mlflow.set_experiment(experiment_id=exp_id)
-        for key, value in experiment_tags(self._k).items():
+        for key, value in experiment_tags(*self._view).items():
             mlflow.set_experiment_tag(key, value)
         tags = {"stage": self.stage, "model": model, "git_commit": git_commit(), "dvc_exp": experiment_name(),
                 **self._tags}
@@ -464,7 +473,7 @@ def main(argv=None) -> int:
     if exp is None:
         print(f"no experiment '{params.tracking.experiment}' in the store yet: run `dvc repro` first")
         return 1
-    for key, value in experiment_tags(params.eval.k).items():
+    for key, value in experiment_tags(*view_of(params)).items():
         client.set_experiment_tag(exp.experiment_id, key, value)
     print(f"runs table:         {runs_url(exp.experiment_id, args.port)}")
     print(f"per-step curves:    {runs_url(exp.experiment_id, args.port, chart=True)}")

@@ -76,6 +76,7 @@ class Trainer(RunOutputs):
         self.anchor: float | None = None  # the objective's constant from its first step (Needs.anchor)
         self.bad_in_a_row = 0
         self.stop = StopRequest(self._say)
+        self.stop_after: int | None = None  # request_stop(after_step)
         self.saved_step = 0  # the step the checkpoint on disk holds
         self.last_groups: list[Group] = []
         self.rollout_engine, self.fresh_on_change = rollout_engine, fresh_on_change
@@ -195,7 +196,7 @@ class Trainer(RunOutputs):
                     improved = every > 0 and (done % every == 0 or done == steps) and self.validate(done, row)
                     self._record(row, self.last_groups)
                     # Every rank must stop at the same step, whichever got the signal.
-                    stop = distributed.any_rank(self.stop.requested)
+                    stop = distributed.any_rank(self.stop.requested or done == self.stop_after)
                     if improved and done < steps:
                         self.save_snapshot(done)  # before the checkpoint: a resumed run never lacks it
                     if done % self.settings.checkpoint_every == 0 or done == steps or stop:
@@ -226,11 +227,16 @@ class Trainer(RunOutputs):
                                   f"was dropped before its update; {held}; rerun to resume") from None
 
     def _stop_cause(self) -> str:
-        return self.stop.name if self.stop.requested else "a signal to another rank"
+        if self.stop.requested:
+            return self.stop.name
+        return "request" if self.stop_after else "a signal to another rank"
 
-    def request_stop(self, signum: int = signal.SIGTERM) -> None:
-        """Ask for a stop as a scheduler's SIGTERM does."""
-        self.stop.request(signum)
+    def request_stop(self, after_step: int | None = None) -> None:
+        """Stop as a scheduler's SIGTERM does, or, with `after_step`, once that
+        step is complete and checkpointed (TrainingStopped either way)."""
+        if after_step is None:
+            self.stop.request(signal.SIGTERM)
+        self.stop_after = after_step
 
     def step(self, step: int, groups: list[Group] | None = None) -> dict:
         """One rollout step. `groups` (this rank's share, already graded) skips
