@@ -161,7 +161,7 @@ def test_zero_stage_2_updates_like_stage_0(setup, tiny_model, tmp_path, fixed_gr
     assert (w0 - w2).abs().max().item() < 1e-6
 
 
-@pytest.mark.parametrize("name", ["dr_grpo", "siren", "disco_logl"])
+@pytest.mark.parametrize("name", ["dr_grpo", "siren", "disco"])
 def test_padding_free_calls_update_like_padded_ones(setup, tiny_model, tmp_path, fixed_groups, name):
     """train.padding_free: the same step (token-budget calls, two optimizer
     steps) with every call in one unpadded row as with padded calls."""
@@ -224,7 +224,7 @@ def test_method_config_errors(setup):
     bad["train"]["mini_batch_questions"] = 3
     bad["train"]["max_response_tokens"] = 4096
     bad["methods"]["grpo"]["objectve"] = "grpo"
-    bad["methods"]["disco_logl"]["form"] = "droo"
+    bad["methods"]["disco"]["form"] = "droo"
     with pytest.raises(ConfigError) as e:
         parse_recipe(bad)
     msg = str(e.value)
@@ -232,8 +232,8 @@ def test_method_config_errors(setup):
                    "must be below 'engine.max_model_len'", "did you mean 'methods.grpo.objective'",
                    "did you mean 'dro'"):
         assert needle in msg, needle
-    with pytest.raises(ConfigError, match="did you mean 'disco_logl'"):
-        method_config(params, "disco_log")
+    with pytest.raises(ConfigError, match="did you mean 'disco'"):
+        method_config(params, "disko")
 
 
 def _steps(path: Path) -> list[int]:

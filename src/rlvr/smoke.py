@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-from contextlib import contextmanager, nullcontext
 import gc
+import math
 import shutil
 import sys
 import time
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import yaml
@@ -65,6 +66,7 @@ def smoke_recipe(recipe: dict, cuda: bool, model_dir: Path | None, work: Path) -
     sizes (one rank) and a tiny model without CUDA."""
     from rlvr import dryrun
     from rlvr.methods import parse_recipe
+    from rlvr.train_config import TrainParams
 
     raw = dryrun.sized(recipe, model_dir, work) if not cuda else copy.deepcopy(recipe)
     world = parse_recipe(raw).launcher.world
@@ -74,6 +76,11 @@ def smoke_recipe(recipe: dict, cuda: bool, model_dir: Path | None, work: Path) -
     for entry in raw.get("methods", {}).values():  # a method may override them
         for key in ("questions_per_step", "mini_batch_questions", "steps", "lr", "eval_every"):
             (entry or {}).pop(key, None)
+    for section in (train, *(e for e in raw.get("methods", {}).values() if e)):
+        if section.get("sequences_per_call"):  # a rank's mini-batch is one question's responses now
+            responses = section.get("responses_per_question", train.get("responses_per_question",
+                                                                         TrainParams.responses_per_question))
+            section["sequences_per_call"] = math.gcd(section["sequences_per_call"], responses)
     raw["data"].update(out_dir=str(work / "data"), validation_size=max(2, world))
     raw["model"]["out_dir"] = str(work / "models" / "base")
     raw["validation"] = {**raw.get("validation", {}), "k": 2}

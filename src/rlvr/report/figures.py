@@ -51,7 +51,8 @@ def curve_figure(steps: dict[str, list[dict]], keys: list[tuple[str, str]], path
         ax.set_xlabel("training step")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_lines():  # a panel no run logged stays empty, without a legend
+            ax.legend(fontsize=8)
     fig.suptitle(title)
     return _save(fig, path)
 
