@@ -42,3 +42,22 @@ def test_deepspeeds_runner_reads_the_written_file(tmp_path, monkeypatch):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "/cache/hf"
+
+
+def test_joining_a_job_on_the_cpu_compiles_nothing_and_survives_a_stale_build_lock(tmp_path):
+    """A run killed while DeepSpeed JIT-compiled its CPU shared-memory op left
+    torch's build lock behind; every later deepspeed.init_distributed on that
+    machine waited on it forever (how a CI run hung). rlvr.distributed.init
+    skips that op: with the lock planted it returns at once and builds nothing."""
+    ext = tmp_path / "torch_extensions"
+    lock = ext / "deepspeed_shm_comm" / "lock"  # torch.utils.cpp_extension._get_build_directory
+    lock.parent.mkdir(parents=True)
+    lock.touch()
+    code = "from rlvr import distributed; r = distributed.init(); print('joined', r.rank, r.world)"
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR",
+                                                             "MASTER_PORT")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**env, "TORCH_EXTENSIONS_DIR": str(ext)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "joined 0 1" in done.stdout
+    assert [p.name for p in lock.parent.iterdir()] == ["lock"]  # nothing was built beside the stale lock

@@ -76,9 +76,26 @@ def init(timeout_s: float = 1800.0) -> Ranks:
         return ranks
     import deepspeed
 
+    _skip_cpu_shm_op()
     deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo",
                                timeout=datetime.timedelta(seconds=timeout_s), verbose=False)
     return ranks
+
+
+def _skip_cpu_shm_op() -> None:
+    """Keep DeepSpeed's CPU backend from compiling its shared-memory all-reduce.
+
+    On the CPU accelerator, deepspeed.init_distributed JIT-compiles a C++ op
+    (deepspeed.comm.torch.build_shm_op) that only its inference all-reduce
+    uses: 25 s on 2 cores at a machine's first run, a compiler required, and a
+    run killed during the build leaves torch's build lock behind, on which every
+    later init on that machine waits forever (torch.utils.file_baton has no
+    timeout). Marked incompatible, the op is not built; training collectives
+    are gloo's either way. On CUDA the builder does not exist: nothing changes."""
+    import deepspeed.ops
+
+    if not torch.cuda.is_available():
+        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
 
 
 def _active() -> bool:
