@@ -2,8 +2,11 @@
 takes there, through the file it reads (DS_ENV_FILE)."""
 
 import os
+import socket
 import subprocess
 import sys
+
+import pytest
 
 from rlvr.launch import forwarded_env, write_env_file
 
@@ -44,20 +47,39 @@ def test_deepspeeds_runner_reads_the_written_file(tmp_path, monkeypatch):
     assert out.stdout.strip().splitlines()[-1] == "/cache/hf"
 
 
-def test_joining_a_job_on_the_cpu_compiles_nothing_and_survives_a_stale_build_lock(tmp_path):
+
+JOIN = "from rlvr import distributed; r = distributed.init(); print('joined', r.rank, r.world)"
+# a process that never called distributed.init (a dry run): deepspeed.initialize starts the backend itself
+ENGINE = """
+import sys, torch
+from transformers import LlamaConfig, LlamaForCausalLM
+from rlvr.train_config import TrainParams
+from rlvr.train_engine import policy_engines
+LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                             num_attention_heads=2, num_key_value_heads=1)).save_pretrained(sys.argv[1])
+t = TrainParams(lr=1e-3, zero_stage=0, bf16=False)
+engine, _ = policy_engines(sys.argv[1], t, reference=False, world=1, device=torch.device("cpu"))
+print('joined', torch.distributed.get_rank(), torch.distributed.get_world_size())
+"""
+
+
+@pytest.mark.parametrize("code", [JOIN, ENGINE], ids=["distributed.init", "deepspeed.initialize"])
+def test_joining_a_job_on_the_cpu_compiles_nothing_and_survives_a_stale_build_lock(tmp_path, code):
     """A run killed while DeepSpeed JIT-compiled its CPU shared-memory op left
-    torch's build lock behind; every later deepspeed.init_distributed on that
-    machine waited on it forever (how a CI run hung). rlvr.distributed.init
-    skips that op: with the lock planted it returns at once and builds nothing."""
+    torch's build lock behind; every later start of DeepSpeed's communication
+    backend on that machine waited on it forever (how a CI run hung). Neither
+    way in builds that op now: with the lock planted both return at once."""
     ext = tmp_path / "torch_extensions"
     lock = ext / "deepspeed_shm_comm" / "lock"  # torch.utils.cpp_extension._get_build_directory
     lock.parent.mkdir(parents=True)
     lock.touch()
-    code = "from rlvr import distributed; r = distributed.init(); print('joined', r.rank, r.world)"
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR",
-                                                             "MASTER_PORT")}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**env, "TORCH_EXTENSIONS_DIR": str(ext)})
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    env = {**os.environ, "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": port, "TORCH_EXTENSIONS_DIR": str(ext)}  # a job of one
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "model")], capture_output=True, text=True,
+                          timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "joined 0 1" in done.stdout
     assert [p.name for p in lock.parent.iterdir()] == ["lock"]  # nothing was built beside the stale lock

@@ -76,16 +76,18 @@ def init(timeout_s: float = 1800.0) -> Ranks:
         return ranks
     import deepspeed
 
-    _skip_cpu_shm_op()
+    skip_cpu_shm_op()
     deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo",
                                timeout=datetime.timedelta(seconds=timeout_s), verbose=False)
     return ranks
 
 
-def _skip_cpu_shm_op() -> None:
+def skip_cpu_shm_op() -> None:
     """Keep DeepSpeed's CPU backend from compiling its shared-memory all-reduce.
+    Called before anything that may start DeepSpeed's communication backend
+    (init_distributed, or deepspeed.initialize without a process group).
 
-    On the CPU accelerator, deepspeed.init_distributed JIT-compiles a C++ op
+    On the CPU accelerator, that backend JIT-compiles a C++ op
     (deepspeed.comm.torch.build_shm_op) that only its inference all-reduce
     uses: 25 s on 2 cores at a machine's first run, a compiler required, and a
     run killed during the build leaves torch's build lock behind, on which every

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 
 import torch
 
+from rlvr.distributed import skip_cpu_shm_op
 from rlvr.memory import REDUCE_BUCKET
 from rlvr.policy import attention_implementation
 
@@ -66,6 +67,7 @@ def policy_engines(model_path: str, t, reference: bool, world: int, device: torc
     if reference:
         ref_model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, **attention).to(device).eval()
         ref_model.requires_grad_(False)
+    skip_cpu_shm_op()  # a process without distributed.init (a dry run, a test) joins a group of one here
     engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, t), config=deepspeed_config(t, world))
     return engine, ref_model
 
