@@ -25,7 +25,7 @@ from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record, first_problems, read_records, write_jsonl
 from rlvr.eval_metrics import mean_over, summarize
 from rlvr.grading.grades import GroupGrade
-from rlvr.grading.pool import Verifier
+from rlvr.grading.pool import Verifier, grading_job
 from rlvr.run_files import SNAPSHOTS  # written by the trainer beside the final model
 from rlvr.schema import ConfigError, settings_hash, unknown_name
 
@@ -94,7 +94,8 @@ def _sample_rows(problems, completions, grades) -> list[dict]:
     rows = []
     for (name, r), comps, g in zip(problems, completions, grades):
         for j, (c, it) in enumerate(zip(comps, g.items)):
-            rows.append({"benchmark": name, "id": r.id, "level": r.level, "sample": j, "gold": r.answer,
+            rows.append({"benchmark": name, "id": r.id, "level": r.level, "sample": j, "problem": r.problem,
+                         "gold": r.answer, **({"alt_golds": list(r.alt_answers)} if r.alt_answers else {}),
                          "response": c.text, "extracted": it.extracted, "correct": it.correct,
                          "status": it.status, "truncated": c.truncated, "perplexity": c.perplexity})
     return rows
@@ -160,7 +161,7 @@ class Evaluator:
         gen_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         with Verifier.from_params(self.params, half=self.grading) as verifier:
-            grades = verifier.grade([(r.golds, [c.text for c in cs]) for (_, r), cs in zip(mine, completions)],
+            grades = verifier.grade([grading_job(r, [c.text for c in cs]) for (_, r), cs in zip(mine, completions)],
                                     desc=f"verify {label}" if self.ranks.main else None)
             counts = verifier.counts.summary()
         verify_s = time.perf_counter() - t0

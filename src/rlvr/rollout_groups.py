@@ -26,6 +26,7 @@ from rlvr import distributed
 from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record
 from rlvr.grading.grades import preference_level
+from rlvr.grading.pool import grading_job
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Group:
     correct: list[bool]  # verifier result
     old_logp: list[torch.Tensor | None] | None = None  # per response, once the update measured it
     levels: list[int] | None = None  # preference levels (rlvr.grading.grades.preference_level); None: from correct
+    extracted: list[str] | None = None  # each response's answer as the grader read it (the completions table)
 
     @property
     def informative(self) -> bool:
@@ -154,7 +156,7 @@ class RolloutCollector:
                                                 temperature=settings.temperature, top_p=settings.top_p,
                                                 max_tokens=settings.max_response_tokens, progress=False)
         with timer("reward"):
-            grades = self.verifier.grade([(r.golds, [c.text for c in cs]) for r, cs in zip(records, outs)])
+            grades = self.verifier.grade([grading_job(r, [c.text for c in cs]) for r, cs in zip(records, outs)])
         groups, tokens = [], 0
         for rec, comps, g in zip(records, outs, grades):
             correct = [it.correct for it in g.items]
@@ -162,7 +164,8 @@ class RolloutCollector:
             groups.append(Group(rec, comps[0].prompt_token_ids, [c.token_ids for c in comps],
                                 [c.truncated for c in comps],
                                 shaped_rewards(correct, lengths, self.settings),
-                                correct, levels=[preference_level(it) for it in g.items]))
+                                correct, levels=[preference_level(it) for it in g.items],
+                                extracted=[it.extracted for it in g.items]))
             tokens += sum(lengths)
         return groups, tokens
 

@@ -14,12 +14,16 @@ from rlvr.train_engine import full_weights
 
 def completion_rows(groups: list, tokenizer, n: int, step: int) -> list[dict]:
     """The first response of the first `n` groups of a step (this rank's), as
-    TRL's completions table shows them: problem, completion, reward, correct."""
+    TRL's completions table shows them, with what the grader read beside the
+    whole completion (a reward hack shows as an extracted answer that is not
+    the gold): problem, gold, extracted, reward, correct, completion."""
     rows = []
     for g in groups[:n]:
         rows.append({"step": step, "problem": g.record.problem[:500], "gold": g.record.answer,
-                     "completion": tokenizer.decode(g.responses[0], skip_special_tokens=True)[:2000],
-                     "reward": float(g.rewards[0]), "correct": bool(g.correct[0]), "tokens": len(g.responses[0])})
+                     "extracted": g.extracted[0] if g.extracted else "",
+                     "reward": float(g.rewards[0]), "correct": bool(g.correct[0]),
+                     "completion": tokenizer.decode(g.responses[0], skip_special_tokens=True),
+                     "tokens": len(g.responses[0])})
     return rows
 
 

@@ -4,23 +4,39 @@ an evaluation half, the same function but for SIREN's, whose official code
 grades them differently (rlvr.grading.siren).
 
 Each takes (golds, responses, timeout_s, answer_after) of one problem and
-returns its GroupGrade. Importing this module imports math-verify and sympy:
+returns its GroupGrade; ours also reads the question, to refuse an answer that
+restates it. Before any of them, the task's answer form applies
+(rlvr.grading.answer_forms): where a task asks for a number, a response whose
+stated answer is not a numeric literal earns nothing, and the grader sees the
+literal alone, in the form it reads a final answer. Importing this module imports math-verify and sympy:
 only workers (rlvr.grading.worker) and tests do.
 """
 
 from __future__ import annotations
 
+from rlvr.grading.answer_forms import MATH, NUMBER, number_answer
 from rlvr.grading.deepscaler import deepscaler_group
-from rlvr.grading.grades import GroupGrade
+from rlvr.grading.grades import NO_ANSWER, NOT_A_NUMBER, Grade, GroupGrade, answer_part
 from rlvr.grading.math_verify_grader import grade_group
 from rlvr.grading.siren import siren_eval_group, siren_reward_group
 
 HALVES = ("train", "eval")
-GROUP_GRADERS = {"math_verify": {"train": grade_group, "eval": grade_group},
+GROUP_GRADERS = {"math_verify": {"train": grade_group, "eval": grade_group},  # the names: config.GRADERS
                  "deepscaler": {"train": deepscaler_group, "eval": deepscaler_group},
                  "siren_official": {"train": siren_reward_group, "eval": siren_eval_group}}
 
 
 def grade_with(grader: str, half: str, golds: list[str], responses: list[str], timeout_s: int,
-               answer_after: str | None) -> GroupGrade:
-    return GROUP_GRADERS[grader][half](golds, responses, timeout_s, answer_after)
+               answer_after: str | None, question: str = "", form: str = MATH) -> GroupGrade:
+    grade = GROUP_GRADERS[grader][half]
+    if form != NUMBER:
+        if grader == "math_verify":
+            return grade(golds, responses, timeout_s, answer_after, question=question)
+        return grade(golds, responses, timeout_s, answer_after)  # the paper's grader, as the paper ran it
+    stated = [number_answer(answer_part(text, answer_after)) for text in responses]
+    marker = answer_after or ""
+    graded = grade(golds, [f"{marker}\\boxed{{{n}}}" if n is not None else "" for n, _ in stated], timeout_s,
+                   answer_after)
+    items = [it if n is not None else Grade(False, text[:200], NOT_A_NUMBER if text else NO_ANSWER)
+             for it, (n, text) in zip(graded.items, stated)]
+    return GroupGrade(items, graded.majority_correct)

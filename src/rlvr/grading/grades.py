@@ -12,6 +12,9 @@ from typing import Callable
 # answer (never a grade of a fragment of it) and counted apart. EMPTY: an empty final box
 # (`\boxed{}`), which deepscaler tells from no answer (TRPA's preference levels).
 OK, NO_ANSWER, EMPTY, TOO_LONG, TIMEOUT, ERROR = "ok", "no_answer", "empty_answer", "too_long", "timeout", "error"
+# NOT_A_NUMBER: the task asks for a number and the stated answer is not one ("7 + 1" for 8).
+# RESTATED: our grader's extracted answer is an expression copied from the question.
+NOT_A_NUMBER, RESTATED = "not_a_number", "restated"
 FAILED = (TIMEOUT, ERROR)  # statuses where the grader could not decide
 
 
@@ -53,7 +56,8 @@ class GradeCounts:
         return {"graded": self.total, "parse_failures": self.by_status[NO_ANSWER],
                 "empty_answers": self.by_status[EMPTY], "too_long": self.by_status[TOO_LONG],
                 "timeouts": self.by_status[TIMEOUT],
-                "errors": self.by_status[ERROR], "compare_errors": self.compare_errors}
+                "errors": self.by_status[ERROR], "compare_errors": self.compare_errors,
+                "not_a_number": self.by_status[NOT_A_NUMBER], "restated": self.by_status[RESTATED]}
 
 
 def preference_level(grade: Grade) -> int:

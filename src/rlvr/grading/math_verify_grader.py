@@ -14,7 +14,9 @@ import re
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 
-from rlvr.grading.grades import ERROR, NO_ANSWER, OK, TIMEOUT, TOO_LONG, Grade, GroupGrade, answer_part, majority_correct
+from rlvr.grading.answer_forms import restates
+from rlvr.grading.grades import (ERROR, NO_ANSWER, OK, RESTATED, TIMEOUT, TOO_LONG, Grade, GroupGrade, answer_part,
+                                 majority_correct)
 
 # What math-verify parses of a response: its final boxes and the text after them, or the
 # whole text without a box. Longer is no answer (TOO_LONG): a tail of it could be any value
@@ -181,8 +183,10 @@ def _status(correct: bool, problems: list[str]) -> str:
 
 
 def grade_group(golds: list[str], responses: list[str], timeout_s: int = 5,
-                answer_after: str | None = None) -> GroupGrade:
-    """Grade the k responses to one problem; runs inside a worker process."""
+                answer_after: str | None = None, question: str = "") -> GroupGrade:
+    """Grade the k responses to one problem; runs inside a worker process. An
+    answer that restates the question (an expression copied from it, "7 + 1" for
+    "Compute 7 + 1.") is no answer of the response's own: RESTATED, never correct."""
     gold_parsed = _parse_golds(golds)
     letter_gold = any(_LETTER_GOLD.fullmatch(g) for g in golds)
     percent_gold = any(how != _AS_WRITTEN for _, how in gold_parsed)
@@ -190,7 +194,7 @@ def grade_group(golds: list[str], responses: list[str], timeout_s: int = 5,
     for text in responses:
         try:
             item, pred = _grade_response(answer_part(text, answer_after), gold_parsed, letter_gold, percent_gold,
-                                         timeout_s)
+                                         timeout_s, question, golds)
         except TimeoutException:
             item, pred = Grade(False, "", TIMEOUT), None
         except Exception:  # noqa: BLE001  sympy raises anything on hostile input
@@ -200,7 +204,8 @@ def grade_group(golds: list[str], responses: list[str], timeout_s: int = 5,
     return GroupGrade(items, majority_correct(items, parsed, lambda a, b: _compare(a, b, timeout_s)[0]))
 
 
-def _grade_response(text: str, golds: list, letter_gold: bool, percent_gold: bool, timeout_s: int):
+def _grade_response(text: str, golds: list, letter_gold: bool, percent_gold: bool, timeout_s: int,
+                    question: str = "", gold_texts: list[str] = ()):
     """(Grade, parsed answer or None) of one response."""
     answer = _final_answer(text, letter_gold)
     if len(answer) > MAX_ANSWER_CHARS:
@@ -208,6 +213,9 @@ def _grade_response(text: str, golds: list, letter_gold: bool, percent_gold: boo
     pred = _parse_response(answer, timeout_s)
     if not pred:
         return Grade(False, "", NO_ANSWER), None
+    extracted = str(pred[-1])
+    if restates(extracted, question) and not any(restates(extracted, g) for g in gold_texts):
+        return Grade(False, extracted[:200], RESTATED), None
     no_percent = _final_answer(text, letter_gold, strip_percent=True) if percent_gold else answer
     pred_no_percent = _parse_response(no_percent, timeout_s) if no_percent != answer else None
     correct, problems = _grade_answer(golds, pred, pred_no_percent, timeout_s)

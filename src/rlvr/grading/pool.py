@@ -24,9 +24,15 @@ from multiprocessing.connection import Connection, wait
 from tqdm.auto import tqdm
 
 from rlvr.grading import worker as worker_module
+from rlvr.grading.answer_forms import form_of
 from rlvr.grading.grades import ERROR, FAILED, TIMEOUT, GradeCounts, GroupGrade
 
 START_TIMEOUT_S = 120.0  # importing math-verify and sympy takes seconds; a loaded node, longer
+
+
+def grading_job(record, responses: list[str]) -> tuple:
+    """What the pool grades for one record: its golds, the responses, its question and its task's answer form."""
+    return record.golds, responses, record.problem, form_of(record.source)
 
 
 class GraderUnavailable(RuntimeError):
@@ -140,8 +146,10 @@ class Verifier:
         """Each worker's pid, own address space and limit, as it reported them at start."""
         return [w.info for w in self._workers]
 
-    def grade(self, groups: list[tuple[list[str], list[str]]], desc: str | None = None) -> list[GroupGrade]:
-        """Grade (golds, responses) pairs; order is preserved."""
+    def grade(self, groups: list[tuple], desc: str | None = None) -> list[GroupGrade]:
+        """Grade (golds, responses) pairs, or (golds, responses, question, answer form)
+        (`grading_job`: the question and its task's form, so that a restated question or,
+        where the task asks for a number, an expression earns nothing); order is preserved."""
         results: list[GroupGrade | None] = [None] * len(groups)
         todo = deque(range(len(groups)))
         budget_end = time.monotonic() + self.call_timeout_s
@@ -184,7 +192,8 @@ class Verifier:
                 self._replace(self._workers[k])  # died while idle (killed from outside): its group is not lost
             while self._workers[k].job is None and todo:
                 i = todo.popleft()
-                job = (self.grader, self.half, *groups[i], self.timeout_s, self.answer_after)
+                golds, responses, *task = groups[i]
+                job = (self.grader, self.half, golds, responses, self.timeout_s, self.answer_after, *task)
                 if not self._workers[k].send(i, job, self.group_timeout_s):
                     self._replace(self._workers[k])
                     lost.append(i)

@@ -11,6 +11,7 @@ import yaml
 
 from rlvr.atomic import write_json, write_text
 from rlvr.report import sections as tables
+from rlvr.report.audit import audit, audit_section, flag_note
 from rlvr.report.claims import all_claim_rows, claims_summary, claims_table
 from rlvr.report.figures import curve_figure, difficulty_figure, method_colors, pass_curve_figure, scores_figure
 from rlvr.report.format import csv_cell, html, slug
@@ -33,6 +34,11 @@ class Report:
     agreement: dict | None = None  # the grader_agreement stage's counts (the appendix)
     ablations: dict = field(default_factory=dict)  # variant -> the full method it ablates (report.ablations)
     _score_tables: dict = field(default_factory=dict)
+
+    @property
+    def audit(self) -> dict:
+        """The reward-hack audit of every method's rewarded samples (rlvr.report.audit)."""
+        return audit({n: [s for seed in m.samples for s in seed] for n, m in self.results.items()})
 
     def score_table(self, kind: str) -> tuple[list[str], dict]:
         """sections.score_table, computed once per kind (the summary and the scores section share it)."""
@@ -68,6 +74,9 @@ def summary(r: Report) -> list[str]:
     """The answer first: each claim's verdict, the sets that say nothing at
     this scale, and the main table as a figure with its intervals."""
     parts = [verdict(r)]
+    hack = flag_note(r.audit)
+    if hack:
+        parts.append(hack)
     rows = r.claim_rows()
     if rows:
         parts.append("The papers' claims on this run's data (the table below has the statistics):\n\n"
@@ -85,7 +94,7 @@ def summary(r: Report) -> list[str]:
 
 def verdict(r: Report) -> str:
     """The summary's first sentence: the best method on mean avg@k over the
-    sets that carry information, or that none can be told apart."""
+    sets, or that none can be told apart."""
     columns, rows = r.score_table("avg")
     sets = ", ".join(next(iter(r.results.values())).mean_sets or [])
     ranked = sorted(rows, key=lambda n: rows[n][-1][0], reverse=True)
@@ -94,9 +103,9 @@ def verdict(r: Report) -> str:
     best = tables.best_marks(r.results, "avg", columns, rows).get("mean")
     top = f"{ranked[0]} ({rows[ranked[0]][-1][0]:.3f}) and {ranked[1]} ({rows[ranked[1]][-1][0]:.3f})"
     if best:
-        return (f"**{best} is the best method here**: highest mean avg@{r.k} over the sets that carry information "
+        return (f"**{best} is the best method here**: highest mean avg@{r.k} over the sets "
                 f"({sets}), its paired 95% interval over the runner-up {ranked[1]} above 0.")
-    return (f"**No method is distinguishable here**: on mean avg@{r.k} over the sets that carry information ({sets}) "
+    return (f"**No method is distinguishable here**: on mean avg@{r.k} over the sets ({sets}) "
             f"the top two, {top}, differ by less than their paired 95% interval.")
 
 
@@ -121,6 +130,11 @@ def scores(r: Report) -> list[str]:
             if g:
                 out.append(f"### {kind}@{r.k}: paired difference against {ref}\n\n{g}")
     return out
+
+
+def reward_audit(r: Report) -> list[str]:
+    md = audit_section(r.audit)
+    return [f"## Reward-hack audit: what the rewarded answers are\n\n{md}"] if md else []
 
 
 def published(r: Report) -> list[str]:
@@ -169,7 +183,7 @@ def claims(r: Report) -> list[str]:
 
 
 LEAD = (summary, claims)  # the answer, before the contents
-SECTIONS = (how_to_read, scores, published, ablations, seeds, levels, difficulty, diversity, checkpoints, graders)  # the detail, in order
+SECTIONS = (how_to_read, scores, reward_audit, published, ablations, seeds, levels, difficulty, diversity, checkpoints, graders)  # the detail, in order
 AGREEMENT = "grader_agreement.json"  # the grader_agreement stage's output, beside the report
 
 

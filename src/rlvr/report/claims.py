@@ -104,7 +104,7 @@ def _share_diff(a, b, level: float) -> tuple[float, float, float]:
 
 def _mean_diff(a, b, kind: str, sets: tuple[str, ...] | None = None) -> tuple[float, float, float] | None:
     """a - b, paired over problems, mean over `sets` (default: the sets that
-    carry information, as the tables' mean); None when none of `sets` was
+    are averaged, as the tables' mean); None when none of `sets` was
     evaluated (the claim does not apply)."""
     if not (a.has(kind) and b.has(kind)):
         return (math.nan,) * 3

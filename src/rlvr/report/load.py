@@ -25,6 +25,7 @@ class MethodResults:
     name: str
     metrics: list[dict] = field(default_factory=list)  # metrics.json per seed
     problems: list[list[dict]] = field(default_factory=list)  # problems.jsonl per seed
+    samples: list[list[dict]] = field(default_factory=list)  # samples.jsonl per seed (the reward-hack audit)
     steps: list[list[dict]] = field(default_factory=list)  # steps.csv per seed
     by_step: list[dict] = field(default_factory=list)  # by_step.json "steps" per seed
     seeds: list[int | None] = field(default_factory=list)
@@ -128,6 +129,7 @@ def load_results(root: Path, runs: list[Run]) -> dict[str, MethodResults]:
         m = out.setdefault(run.method, MethodResults(run.method, external=run.external))
         m.metrics.append(json.loads(metrics_file.read_text()))
         m.problems.append(_read_jsonl(root / run.eval_dir / "problems.jsonl"))
+        m.samples.append(_read_jsonl(root / run.eval_dir / "samples.jsonl"))
         m.steps.append(_read_steps(root / run.train_dir / "steps.csv") if run.trained else [])
         by_step = root / run.eval_dir / "by_step.json"
         m.by_step.append(json.loads(by_step.read_text())["steps"] if by_step.exists() else {})

@@ -14,7 +14,7 @@ from rlvr.schema import unknown_name
 
 def score_table(results: dict[str, MethodResults], kind: str) -> tuple[list[str], dict[str, list[Cell]]]:
     """Per method: (estimate, 95% interval) for each benchmark, then the mean
-    over the sets that carry information (mean_sets)."""
+    over the sets (mean_sets)."""
     benches, averaged = next(iter(results.values())).benchmarks, mean_sets(results)
     rows = {}
     for name, m in results.items():
@@ -24,10 +24,11 @@ def score_table(results: dict[str, MethodResults], kind: str) -> tuple[list[str]
 
 
 def mean_sets(results) -> list[str]:
-    """What a mean over sets averages: every set but those that carry no
-    information at this scale (uninformative_sets), or all if none does."""
-    benches, empty = next(iter(results.values())).benchmarks, set(uninformative_sets(results))
-    return [b for b in benches if b not in empty] or benches
+    """What a mean over sets averages: every evaluated set, as the evaluation's
+    own mean (metrics.json, MLflow) and `dvc exp show` do, so that the mean is
+    one number wherever it is shown. A set where every model scores the same
+    adds the same to every mean and moves no difference (uninformative_note)."""
+    return next(iter(results.values())).benchmarks
 
 
 def paired(a: MethodResults, b: MethodResults, kind: str, bench: str | None, sets: list[str] | None = None) -> Cell:
@@ -233,7 +234,8 @@ def uninformative_note(results) -> str | None:
                       for b in sets)
     return (f"No information at this scale: {named}. Every method, the base model included, scores the same on "
             "every problem there, so the set only exercises its benchmark path and its column says nothing "
-            "about the methods; every mean over sets leaves it out.")
+            "about the methods. It still counts in every mean over sets, as in MLflow and `dvc exp show` (one "
+            "mean everywhere): there it lowers every model's mean alike and changes no difference's sign.")
 
 
 def paper_rows(paper: dict, profile: str | None, columns: list[str]) -> list[list[str]]:

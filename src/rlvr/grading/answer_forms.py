@@ -1,0 +1,125 @@
+"""What a task states its final answer to be, and what of a response counts as that answer.
+
+RL finds every hole in a grader. math-verify reads the last expression of an
+unboxed response and evaluates it, so for gold 8 the response "To find 7 + 1, we
+..." restates the question and is graded 8. Two rules close that hole:
+
+- A task states the form of its final answer (`answer_form`). The arithmetic
+  task asks for a number: its final answer is the content of the last
+  `\\boxed{}`, the text after the last "Answer:" marker, or the result after
+  the last "=" of a written-out equation (whichever comes last), and it must
+  be a numeric literal. An expression ("7 + 1", boxed or
+  not) is not a number and earns nothing, with every grader.
+- Our grader (math_verify) never takes an answer that restates the problem:
+  an extracted expression with an operator in it that is copied from the
+  question earns nothing (`restates`).
+
+Imports nothing heavy: the report classifies rewarded answers with it too.
+"""
+
+from __future__ import annotations
+
+import re
+
+NUMBER, MATH = "number", "math"
+ANSWER_FORMS = (NUMBER, MATH)
+# The form of each task's final answer; sets not named here are competition math (MATH).
+TASK_FORMS = {"arithmetic": NUMBER}
+ANSWER_MARKER = "Answer:"
+
+_LITERAL = re.compile(r"[-−]?\d+(?:\.\d+)?")
+_MARKER = re.compile(r"(?i:answer)(?:\s+is\s*:?|\s*:)")
+# A binary operator between two operands: "7+1", "4 \times 5", "2^3"; a leading minus is no operator.
+_OPERATOR = re.compile(r"(?<=[\w)}\].])\s*(?:[+\-*/^=×÷·]|\\times|\\cdot|\\div|\\pm)")
+_SPACING = re.compile(r"\s+|\\[,;:! ]|\\left|\\right|\$")
+_SYNONYMS = ((r"\times", "*"), (r"\cdot", "*"), ("×", "*"), ("·", "*"), (r"\div", "/"), ("÷", "/"),
+             (r"\dfrac", r"\frac"), (r"\tfrac", r"\frac"), ("−", "-"))
+
+
+def form_of(source: str) -> str:
+    """The answer form of a record's set."""
+    return TASK_FORMS.get(source, MATH)
+
+
+def normalized(text: str) -> str:
+    """The text with spacing, math delimiters and operator spellings made uniform, for copy checks."""
+    text = _SPACING.sub("", text)
+    for a, b in _SYNONYMS:
+        text = text.replace(a, b)
+    return text.rstrip(".")
+
+
+def is_number(text: str) -> bool:
+    return bool(_LITERAL.fullmatch(normalized(text)))
+
+
+def has_operator(text: str) -> bool:
+    return bool(_OPERATOR.search(normalized(text)))
+
+
+def restates(answer: str, question: str) -> bool:
+    """An answer that is an expression copied from the question ("7 + 1" for "Compute 7 + 1.")."""
+    a = normalized(answer)
+    return bool(a) and has_operator(a) and a in normalized(question)
+
+
+def _last_box(text: str) -> tuple[int, str] | None:
+    """(start, content) of the last closed \\boxed{...} (nested braces allowed)."""
+    start = text.rfind("\\boxed")
+    while start >= 0:
+        i = text.find("{", start)
+        depth, j = 0, i
+        while 0 <= j < len(text):
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            if depth == 0:
+                return start, text[i + 1 : j]
+            j += 1
+        start = text.rfind("\\boxed", 0, start)
+    return None
+
+
+def _after_marker(text: str) -> tuple[int, str] | None:
+    """(start, text) after the last "Answer:" marker: up to the line's end or a sentence's end."""
+    found = list(_MARKER.finditer(text))
+    if not found:
+        return None
+    rest = text[found[-1].end():].split("\n", 1)[0]
+    rest = re.split(r"\.(?:\s|$)", rest, maxsplit=1)[0].strip().strip("*").strip()
+    # Nothing after it, or a box (the box's own place): this marker states nothing.
+    return (found[-1].start(), rest) if rest and not rest.startswith("\\boxed") else None
+
+
+def _after_equals(text: str) -> tuple[int, str] | None:
+    """(start, text) after the last "=": the result of a written-out equation ("2 + 3 = 5")."""
+    at = text.rfind("=")
+    if at < 0:
+        return None
+    rest = re.split(r"\.(?:\s|$)|\n|,\s", text[at + 1 :], maxsplit=1)[0].strip()
+    return (at, rest) if rest else None
+
+
+def stated_answer(text: str) -> str | None:
+    """The final answer in the place the task states: the last box, the text after the
+    last answer marker, or the result after the last "=", whichever comes last; None when
+    the response has none of them."""
+    places = [p for p in (_last_box(text), _after_marker(text), _after_equals(text)) if p is not None]
+    return max(places)[1].strip() if places else None
+
+
+def number_answer(text: str) -> tuple[str | None, str]:
+    """(the literal, '') when the stated answer is a number, else (None, what was stated)."""
+    stated = stated_answer(text)
+    if stated is None:
+        return None, ""
+    return (normalized(stated).replace("−", "-"), stated) if is_number(stated) else (None, stated)
+
+
+def kind_of_rewarded(extracted: str, golds: list[str], question: str) -> str:
+    """What a rewarded answer is: the gold as written ('gold'), text copied from the
+    question ('copied'), another expression ('expression'), or another form of the
+    gold's value ('other', such as 0.5 for 1/2). The report's reward-hack audit."""
+    if any(normalized(extracted) == normalized(g) for g in golds):
+        return "gold"
+    if restates(extracted, question):
+        return "copied"
+    return "expression" if has_operator(extracted) else "other"
