@@ -1,21 +1,22 @@
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
+
+
+E2E = Path(__file__).parent / "e2e"
 
 
 def pytest_collection_modifyitems(config, items):
+    """Everything under tests/e2e is slow (the end-to-end tier); gpu tests skip without CUDA."""
     import torch
 
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs CUDA")
+    skip = None if torch.cuda.is_available() else pytest.mark.skip(reason="needs CUDA")
     for item in items:
-        if "gpu" in item.keywords:
+        if E2E in item.path.parents:
+            item.add_marker(pytest.mark.slow)
+        if skip and "gpu" in item.keywords:
             item.add_marker(skip)
 
 
@@ -33,33 +34,6 @@ def base_model(tmp_path_factory) -> Path:
     from rlvr.model import materialize
 
     return materialize("smollm2", tmp_path_factory.mktemp("model") / "base")
-
-
-RANK_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "DS_ENV_FILE")
-
-
-def clean_env(**extra) -> dict:
-    """This process's environment for a child stage, without the rank variables
-    an in-process trainer (rlvr.distributed.init) leaves behind: with them, a
-    stage would take itself for a rank already started by the launcher."""
-    return {**{k: v for k, v in os.environ.items() if k not in RANK_VARIABLES}, **extra}
-
-
-def copy_repo(dst: Path) -> Path:
-    """A fresh git+DVC checkout of the tracked files, for end-to-end runs."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
-                           text=True, check=True).stdout.split()
-    for f in files:
-        src = REPO / f
-        if src.is_file() and not f.startswith(("reports/", "dvc.lock")):
-            (dst / f).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst / f)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-    subprocess.run(["git", "init", "-q"], cwd=dst, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=dst, check=True)
-    subprocess.run(["git", "commit", "-qm", "init"], cwd=dst, check=True, env=env)
-    return dst
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import torch
 from rlvr import distributed
 from rlvr.objectives.base import MiniBatchTotals
 from rlvr.objectives.registry import examples, objective
-from test_objective_contract import mini_batch, needed_only
+from helpers import mini_batch, needed_only
 
 
 def main(out: str) -> None:

@@ -5,7 +5,7 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO
+from helpers import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
 

@@ -3,7 +3,7 @@ those sources give now (rlvr.doc_blocks; `python -m rlvr.doc_blocks` rewrites th
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 from rlvr import doc_blocks
 
 
@@ -44,6 +44,7 @@ def test_the_readmes_exp_show_drops_every_hash_column():
         assert not drop.match(kept), kept
 
 
+@pytest.mark.slow  # runs dvc exp show
 def test_the_readmes_exp_show_fits_120_columns():
     import os
     import subprocess

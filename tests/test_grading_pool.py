@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from conftest import REPO
-from rlvr.grading.grades import ERROR, TIMEOUT, TOO_LONG
+from helpers import REPO
+from rlvr.grading.grades import TIMEOUT, TOO_LONG
 from rlvr.grading.math_verify_grader import MAX_ANSWER_CHARS, grade_group
 from rlvr.grading.pool import GraderUnavailable, GradingFailed, Verifier
 

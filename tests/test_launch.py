@@ -63,7 +63,8 @@ print('joined', torch.distributed.get_rank(), torch.distributed.get_world_size()
 """
 
 
-@pytest.mark.parametrize("code", [JOIN, ENGINE], ids=["distributed.init", "deepspeed.initialize"])
+@pytest.mark.parametrize("code", [JOIN, pytest.param(ENGINE, marks=pytest.mark.slow)],
+                         ids=["distributed.init", "deepspeed.initialize"])
 def test_joining_a_job_on_the_cpu_compiles_nothing_and_survives_a_stale_build_lock(tmp_path, code):
     """A run killed while DeepSpeed JIT-compiled its CPU shared-memory op left
     torch's build lock behind; every later start of DeepSpeed's communication

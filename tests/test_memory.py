@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 from rlvr import memory
 from rlvr.schema import ConfigError
 from rlvr.params import load_params

@@ -14,7 +14,7 @@ same checks. A new objective module is covered with nothing else edited:
 4. its whole update keeps every tensor on the device (tests/device_audit.py).
 
 A two-step CPU training of each objective's first example is in
-tests/test_trainer.py (test_two_steps_of_every_objective).
+tests/e2e/test_trainer.py (test_two_steps_of_every_objective).
 """
 
 import dataclasses
@@ -23,36 +23,13 @@ import pytest
 import torch
 
 from device_audit import audited_update
+from helpers import N, N_GROUPS, mini_batch, needed_only
 from rlvr.objectives.base import LossOutput, MiniBatchTotals, Needs, PolicyBatch
 from rlvr.objectives.policy_term import PolicyTermParams, policy_term
 from rlvr.objectives.registry import examples, objective, register, unregister
 
-N_GROUPS, N, T = 3, 4, 6
 EXAMPLES = examples()
 IDS = [f"{name}-{i}" for name, i, _ in EXAMPLES]
-
-
-def mini_batch(seed: int = 0, rewards=(1.0, 0, 0, 1, 0, 1, 1, 1, 0, 0, 1, 0)) -> PolicyBatch:
-    """Three groups of four responses of unequal lengths, every field a loss may read."""
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(1, T + 1, (N_GROUPS * N,), generator=g)
-    mask = (torch.arange(T)[None, :] < lengths[:, None]).float()
-    rows = N_GROUPS * N
-    return PolicyBatch(
-        logp=(-torch.rand(rows, T, generator=g) * 2).requires_grad_(),
-        old_logp=-torch.rand(rows, T, generator=g) * 2, mask=mask, rewards=torch.tensor(rewards), group_size=N,
-        max_response_len=T, ref_logp=-torch.rand(rows, T, generator=g) * 2,
-        entropy=(torch.rand(rows, T, generator=g) * 3).requires_grad_(),
-        topp_entropy=(torch.rand(rows, T, generator=g) * 2).requires_grad_(), entropy_anchor=0.7)
-
-
-def needed_only(batch: PolicyBatch, needs: Needs) -> PolicyBatch:
-    """`batch` with only the fields `needs` asks the trainer for."""
-    return dataclasses.replace(
-        batch, entropy=batch.entropy if "entropy" in needs.entropies else None,
-        topp_entropy=batch.topp_entropy if "topp_entropy" in needs.entropies else None,
-        ref_logp=batch.ref_logp if needs.reference_model else None,
-        entropy_anchor=batch.entropy_anchor if needs.anchor else None)
 
 
 def check_finite_loss_and_gradient(spec, hp) -> None:
@@ -141,6 +118,7 @@ def test_its_update_keeps_every_tensor_on_the_device(device_model, name, index, 
     audited_update(device_model, hp, layout)
 
 
+@pytest.mark.slow  # two gloo ranks
 def test_a_call_gathered_over_ranks_is_the_whole_call(tmp_path):
     """Every objective that compares a group's responses, on 2 real gloo ranks
     that each hold half the mini-batch (groups split between them) and gather

@@ -8,7 +8,7 @@ import time
 import pytest
 import yaml
 
-from conftest import REPO, clean_env
+from helpers import REPO, clean_env
 from rlvr.preflight import check_recipe, source_problem
 from rlvr.schema import ConfigError
 

@@ -3,15 +3,12 @@ real prepare -> train (2 steps, one snapshot) -> evaluate path on a tiny random
 model of its architecture, the online loaders fed from data/vendor/hub."""
 
 import dataclasses
-import json
-import subprocess
-import sys
 
 import pytest
 import torch
 import yaml
 
-from conftest import REPO
+from helpers import DRY_RUNS, REPO
 from rlvr.train_config import TrainParams
 from rlvr.rollout_groups import shaped_rewards
 from rlvr.methods import method_config
@@ -125,10 +122,6 @@ def test_every_objective_param_of_a_recipe_changes_the_loss(recipe):
 # one of these only in sizes, learning rate and model id (disco_7b, siren_qwen2.5-math-1.5b) or in the
 # training set, whose loader test_data runs through the hub mirror (disco_1.5b_dapo_math); together they
 # took 7.3 of the suite's minutes. `python -m rlvr.dryrun params/<file>` runs any of them.
-DRY_RUNS = [REPO / "params" / f"{name}.yaml" for name in
-            ("disco_1.5b", "disco_8b", "siren_qwen2.5-math-7b", "siren_llama3.1-8b")]
-
-
 @pytest.mark.parametrize("size, released", [
     ("1.5b", {"agentica-org/DeepScaleR-1.5B-Preview", "ganglii/DisCO-1.5B-logL", "ganglii/DisCO-1.5B-Lratio"}),
     ("7b", {"ganglii/DisCO-7B-logL", "ganglii/DisCO-7B-Lratio",
@@ -167,35 +160,3 @@ def test_every_left_out_dry_run_has_a_twin():
             raw_a, raw_b = (yaml.safe_load((REPO / "params" / f"{n}.yaml").read_text()) for n in (name, other))
             assert {k: v for k, v in raw_a.items() if k not in ("methods", "report", "checkpoints")} == \
                 {k: v for k, v in raw_b.items() if k not in ("methods", "report", "checkpoints")}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("recipe", DRY_RUNS, ids=lambda p: p.stem)
-def test_cpu_dry_run(recipe, base_model, tmp_path):
-    from rlvr.dryrun import architecture
-
-    raw = yaml.safe_load(recipe.read_text())
-    out = tmp_path / "report.json"
-    done = subprocess.run([sys.executable, "-m", "rlvr.dryrun", str(recipe), "--tokenizer", str(base_model),
-                           "--work", str(tmp_path), "--vendor", str(REPO / "data/vendor"), "--report", str(out)],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads(out.read_text())
-    assert report["architecture"] == architecture(raw["model"]["source"])
-    assert report["architecture"] == ("llama" if recipe.stem in ("disco_8b", "siren_llama3.1-8b") else "qwen2")
-    assert set(report["methods"]) == set(raw["methods"])
-    t = raw["train"]
-    for name, got in report["methods"].items():
-        assert got["steps"] == [1, 2] and got["snapshots"][-1] == 2, name  # validated at both, the final listed
-        assert got["evaluated_steps"] == got["snapshots"] and got["validation_k"] == raw["validation"]["k"], name
-        assert got["zero_stage"] == t["zero_stage"] and got["bf16"] == t["bf16"], name
-        assert got["gradient_checkpointing"] == t["gradient_checkpointing"], name
-        assert got["weight_decay"] == pytest.approx(t["weight_decay"]), name
-        warm = t["warmup_steps"]
-        assert got["lr"] == pytest.approx([t["lr"] * min(1.0, s / warm) if warm else t["lr"] for s in (0, 1)]), name
-        assert set(got["k_per_set"]) >= {"arithmetic", *raw["data"]["benchmarks"]}
-        assert all(v == v for v in got["loss"]), name  # finite, not NaN
-    assert report["rows"]["train"] >= 2 and all(report["rows"][b] >= 2 for b in raw["data"]["benchmarks"])
-    assert set(report["checkpoints"]) == set(raw.get("checkpoints") or {})  # each released model's row evaluated
-    for got in report["checkpoints"].values():
-        assert set(got["k_per_set"]) >= {"arithmetic", *raw["data"]["benchmarks"]}

@@ -3,7 +3,6 @@
 import time
 import warnings
 
-import pytest
 
 from rlvr.grading.pool import Verifier
 from rlvr.tracking import Tracker

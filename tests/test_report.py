@@ -201,14 +201,16 @@ def test_a_set_every_method_scores_zero_on_is_said_to_carry_nothing(tmp_path, re
     summary = md.split("## Summary")[1].split("\n## ")[0]
     assert "No information at this scale: math500 (1 problem, all at 0.000)" in summary
     assert "arithmetic" not in summary.split("No information")[1]
-    assert "every mean over sets leaves it out" in summary
-    # the mean column is arithmetic's alone: grpo got 1 of 2 samples right on one of arithmetic's 2 problems
+    assert "It still counts in every mean over sets, as in MLflow and `dvc exp show`" in summary
+    # one mean everywhere: over every set, as the evaluation's own metrics.json and MLflow average them;
+    # grpo got 1 of 2 samples right on one of arithmetic's 2 problems (0.25) and 0 on math500
     main = md.split("## Main table")[1].split("\n## ")[0]
     grpo = next(line for line in main.splitlines() if line.startswith("| grpo "))
-    assert grpo.split("|")[-2].strip().startswith("0.250")  # not 1/6 with math500's zero in
+    assert grpo.split("|")[-2].strip().startswith("0.125")
+    assert json.loads((tmp_path / "reports/headline.json").read_text())["avg@2"]["grpo"] == 0.125
     # the first sentence: one problem each cannot tell the methods apart
-    assert summary.strip().startswith("**No method is distinguishable here**: on mean avg@2 over the sets that "
-                                      "carry information (arithmetic)")
+    assert summary.strip().startswith("**No method is distinguishable here**: on mean avg@2 over the sets "
+                                      "(arithmetic, math500)")
 
 
 def test_a_clear_best_is_named_in_the_first_sentence(tmp_path, repo):
@@ -223,7 +225,7 @@ def test_a_clear_best_is_named_in_the_first_sentence(tmp_path, repo):
         BENCH = old
     summary = (tmp_path / "reports/results.md").read_text().split("## Summary")[1]
     assert summary.strip().startswith("**disco_logl is the best method here**: highest mean avg@2 over the sets "
-                                      "that carry information (arithmetic, math500)")
+                                      "(arithmetic, math500)")
 
 
 def test_the_report_is_byte_for_byte_reproducible(report, repo):
@@ -541,3 +543,46 @@ def test_each_method_keeps_its_colour_in_every_figure(tmp_path, repo, monkeypatc
     assert all(len(colours) == 1 for colours in seen.values()), seen
     assert len({next(iter(c)) for c in seen.values()}) == len(seen)  # and no two methods share one
     assert len(drawn["grpo"]) >= 4  # in the scores, training, difficulty and pass@k figures at least
+
+
+def write_samples(root: Path, run: Run, answers: dict[str, list[tuple[str, bool]]], problem=lambda q: f"Compute {q}."):
+    """samples.jsonl beside a run's evaluation: per problem id, its (extracted answer, correct) samples."""
+    d = root / run.eval_dir
+    rows = [{"benchmark": b, "id": q, "sample": j, "problem": problem(q), "gold": "8", "response": text,
+             "extracted": text, "correct": ok} for b, qs in BENCH.items() for q in qs
+            for j, (text, ok) in enumerate(answers.get(q, []))]
+    (d / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_a_planted_reward_hack_is_flagged_in_the_summary(tmp_path, repo):
+    """grpo's rewarded answers restate the question ("7 + 1" for gold 8, as the old
+    default's grader allowed); disco_logl's are the gold. Only grpo is flagged."""
+    global BENCH
+    many = {"arithmetic": [f"q{i}" for i in range(30)], "math500": ["c"]}
+    old, BENCH = BENCH, many
+    try:
+        for run in RUNS:
+            write_eval(tmp_path, run, {q: 2 if run.trained else 0 for qs in many.values() for q in qs})
+        write_samples(tmp_path, RUNS[1], {q: [("7 + 1", True), ("8", True)] if i % 4 == 0 else [("7 + 1", True)] * 2
+                                          for i, q in enumerate(many["arithmetic"])}, problem=lambda q: "Compute 7 + 1.")
+        write_samples(tmp_path, RUNS[2], {q: [("8", True), ("9", False)] for q in many["arithmetic"]})
+        build_report(RUNS, tmp_path, tmp_path / "reports")
+    finally:
+        BENCH = old
+    md = (tmp_path / "reports/results.md").read_text()
+    summary = md.split("## Summary")[1].split("\n## ")[0]
+    assert "**Possible reward hack**: grpo on arithmetic (13% of 60 rewarded answers are the gold)" in summary
+    assert "disco_logl" not in summary.split("Possible reward hack")[1].split("\n")[0]
+    audit = md.split("## Reward-hack audit")[1].split("\n## ")[0]
+    assert "| grpo | arithmetic | 60 | 0.13 | 0.00 | 0.00 | 0.87 | **flagged** |" in audit
+    assert "| disco_logl | arithmetic | 30 | 1.00 | 0.00 | 0.00 | 0.00 |  |" in audit
+
+
+def test_too_few_rewarded_answers_are_not_flagged(tmp_path, repo):
+    for run in RUNS:
+        write_eval(tmp_path, run, {"a": 1, "b": 0, "c": 0})
+    write_samples(tmp_path, RUNS[1], {"a": [("7 + 1", True), ("7 + 1", False)]})
+    build_report(RUNS, tmp_path, tmp_path / "reports")
+    md = (tmp_path / "reports/results.md").read_text()
+    assert "Possible reward hack" not in md
+    assert "| grpo | arithmetic | 1 | 0.00 | 0.00 | 1.00 | 0.00 |  |" in md  # an expression, not copied here

@@ -4,7 +4,7 @@ comments (rlvr.settings_reference), and the params files use only its keys."""
 import pytest
 import yaml
 
-from conftest import REPO
+from helpers import REPO
 from rlvr.settings_reference import documented_keys, reference
 
 PARAMS_FILES = [REPO / "params.yaml", *sorted((REPO / "params").glob("*.yaml"))]

@@ -23,7 +23,7 @@ from vllm.v1.worker.cpu_worker import CPUWorker
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.gpu_worker import Worker as GPUWorker
 
-from conftest import REPO
+from helpers import REPO
 
 GPU_KWARGS = engine_kwargs("m", "bfloat16", 9216, False, 7, 0.4, sleep_mode=True, cuda=True, world=8)
 

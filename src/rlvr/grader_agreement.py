@@ -17,7 +17,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from rlvr.data.names import BENCHMARKS
-from rlvr.data.records import Record, read_records
+from rlvr.data.records import read_records
 from rlvr.data.sources import load_vendored
 from rlvr.grading.pool import Verifier
 

@@ -23,7 +23,6 @@ import numpy as np
 
 from rlvr import stats
 from rlvr.report.format import markdown
-from rlvr.runs import BASE
 
 def verdict(lo: float, hi: float) -> str:
     if math.isnan(lo):

@@ -1,4 +1,4 @@
-"""Run by tests/test_distributed.py on every rank, under the real DeepSpeed launcher.
+"""Run by tests/e2e/test_distributed.py on every rank, under the real DeepSpeed launcher.
 
   step:   one update step per method on fixed rollouts (the same global
           groups on every world size); rank 0 saves the weights and the row

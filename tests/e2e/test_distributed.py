@@ -14,7 +14,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import REPO, clean_env, copy_repo
+from helpers import REPO, clean_env, copy_repo
 from dist_worker import METHODS
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import clean_env, copy_repo
+from helpers import clean_env, copy_repo
 
 pytestmark = pytest.mark.slow
 

@@ -3,7 +3,7 @@ Kubernetes, `docker stop` and Ctrl-C send): the training ends within a bound,
 checkpointed, with exit status 3 and no process left; its rerun resumes and
 ends equal to a run never interrupted, in the same MLflow run.
 
-tests/signal_probe (on PYTHONPATH) holds the chosen phase of step 2 for a few
+tests/e2e/signal_probe (on PYTHONPATH) holds the chosen phase of step 2 for a few
 seconds, so that the signal lands inside it."""
 
 import csv
@@ -19,19 +19,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, clean_env, copy_repo
+from helpers import REPO, clean_env, copy_repo
 from rlvr.digests import tree_md5
 
 pytestmark = pytest.mark.slow
 
 STEPS = 3
 STOP_BOUND_S = 120  # from the signal to the exit, setup excluded (a step on this CPU takes about 15 s)
-PROBE = REPO / "tests" / "signal_probe"
+PROBE = REPO / "tests" / "e2e" / "signal_probe"
 CURVE = ("reward_mean", "kl", "loss", "entropy")
 
 
 def _repo(tmp_path: Path, ranks: int) -> Path:
-    from test_trainer import tiny_params
+    from helpers import tiny_params
 
     root = copy_repo(tmp_path / "repo")
     raw = tiny_params(root, {"grpo": {"objective": "grpo"}})

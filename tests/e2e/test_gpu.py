@@ -1,5 +1,5 @@
 """The CUDA path: skipped without a GPU (conftest.py), run on a GPU node with
-`pytest -m gpu tests/test_gpu.py` after `pip install -e .[gpu,dev]`.
+`pytest -m gpu tests/e2e/test_gpu.py` after `pip install -e .[gpu,dev]`.
 
 The trainer's step for each objective of the recipes with the real CUDA vLLM
 engine (external launcher, sleep mode) and DeepSpeed; the chunked LM head
@@ -16,10 +16,10 @@ import torch
 
 from rlvr.methods import method_config
 from rlvr.params import parse_params
-from test_trainer import ALL_METHODS  # every registered objective with its first example
+from helpers import ALL_METHODS  # every registered objective with its first example
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_weight_push_into_a_sleeping_engine(cuda_engine, tiny_model):
 
 @pytest.mark.parametrize("name", list(ALL_METHODS))
 def test_trainer_step_on_cuda(cuda_engine, tiny_model, tmp_path, name):
-    from test_trainer import tiny_params
+    from helpers import tiny_params
 
     from rlvr.data.prepare import prepare
     from rlvr.trainer import Trainer
@@ -105,7 +105,7 @@ def test_checkpoint_round_trip_restores_the_cuda_generator():
 def test_gpu_check_script_passes():
     import subprocess
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     out = subprocess.run(["bash", "bench/gpu_check.sh"], cwd=root, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
 

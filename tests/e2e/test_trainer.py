@@ -16,40 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, copy_repo
+from helpers import ALL_METHODS, copy_repo, mini_batch, needed_only, tiny_params
 from rlvr.schema import ConfigError
 from rlvr.methods import method_config, parse_recipe
 from rlvr.params import parse_params
 
 pytestmark = pytest.mark.slow
-
-TINY_TRAIN = {"steps": 2, "questions_per_step": 2, "responses_per_question": 2, "mini_batch_questions": 2,
-              "micro_batch_questions": 1, "max_response_tokens": 16, "checkpoint_every": 1, "lr": 1e-4}
-
-def objectives_as_methods() -> dict[str, dict]:
-    """Each registered objective as a method, with the first example its module
-    declares (the contract's two-step training), plus GRPO with a reference
-    model and DAPO with its rollout side."""
-    from rlvr.objectives.registry import objectives
-
-    methods = {name: {"objective": name, **spec.examples[0]} for name, spec in objectives().items()}
-    return {**methods, "grpo_kl": {"objective": "grpo", "kl_coef": 0.01},
-            "dapo_sampling": {"objective": "dapo", "clip_high": 0.28, "dynamic_sampling": True,
-                              "dynamic_sampling_rounds": 1, "overlong_buffer": 4}}
-
-
-ALL_METHODS = objectives_as_methods()
-
-
-def tiny_params(tmp_path: Path, methods=None):
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    raw["data"].update({"out_dir": str(tmp_path / "data"), "vendor_dir": str(REPO / "data/vendor")})
-    raw["data"]["arithmetic"].update({"levels": [1, 2], "n_train": 40, "n_test_per_level": 2})
-    raw["engine"].update({"kv_cache_gib": 1, "max_model_len": 512})
-    raw["train"].update(TINY_TRAIN)
-    raw["methods"] = methods or ALL_METHODS
-    return raw
-
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, tiny_model):
@@ -75,8 +47,6 @@ def test_two_steps_of_every_objective(setup, tiny_model, name):
     rows = trainer.train()
     assert [r["step"] for r in rows] == [1, 2]
     # every key the objective returns is recorded (DisCO's kl_active, GRPO's kl_ref, ...)
-    from test_objective_contract import mini_batch, needed_only
-
     hp = method.objective
     own = objective(hp.objective).loss(needed_only(mini_batch(), hp.needs()), hp).metrics.keys()
     for r in rows:
@@ -177,7 +147,7 @@ def test_padding_free_calls_update_like_padded_ones(setup, tiny_model, tmp_path,
     for key in ("loss", "kl", "entropy", "topp_entropy"):
         assert flat[key] == pytest.approx(padded[key], rel=1e-4, abs=1e-6), key
     # Adam's first steps move a weight by about lr (1e-4) whatever its gradient's size, so summation-order
-    # noise in a near-zero gradient shows up to a few percent of that: 1e-5, as tests/test_distributed.py
+    # noise in a near-zero gradient shows up to a few percent of that: 1e-5, as tests/e2e/test_distributed.py
     assert (w_flat - w_padded).abs().max().item() < 1e-5
 
 
@@ -264,7 +234,7 @@ def _train_repo(tmp_path: Path, steps: int) -> Path:
 
 
 def test_killed_run_resumes_at_next_step(tmp_path, tiny_model):
-    """kill -9 (the signals a run can catch: tests/test_stopping.py)."""
+    """kill -9 (the signals a run can catch: tests/e2e/test_stopping.py)."""
     root = _train_repo(tmp_path, steps=4)
     env, cmd = _env(root), _train_cmd(tiny_model)
     steps_file = root / "reports/train/grpo/seed0/steps.csv"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 from rlvr.objectives.registry import objectives
 
 pytestmark = pytest.mark.slow
