@@ -19,6 +19,7 @@ from pathlib import Path
 from rlvr.data.names import BENCHMARKS
 from rlvr.data.records import read_records
 from rlvr.data.sources import load_vendored
+from rlvr.grading.answer_forms import MATH, form_of
 from rlvr.grading.pool import Verifier
 
 OURS, OFFICIAL = "math_verify", ("deepscaler", "siren_official")
@@ -122,15 +123,18 @@ def synthetic_endings(vendor_dir: str | Path) -> list[dict]:
 
 def run_samples(eval_root: Path, eval_dir: Path) -> list[dict]:
     """Every evaluated response of this run, with its problem's golds (alternative forms too)."""
-    golds: dict[tuple[str, str], list[str]] = {}
+    records = {}
     for path in sorted(Path(eval_dir).glob("*.jsonl")):
-        golds.update({(path.stem, r.id): r.golds for r in read_records(path)})
+        records.update({(path.stem, r.id): r for r in read_records(path)})
     rows = []
     for path in sorted(Path(eval_root).rglob("samples.jsonl")):
         for line in path.read_text().splitlines():
             s = json.loads(line)
-            rows.append({"golds": golds.get((s["benchmark"], s["id"]), [s["gold"]]), "response": s["response"],
-                         "benchmark": s["benchmark"], "id": s["id"]})
+            r = records.get((s["benchmark"], s["id"]))
+            rows.append({"golds": r.golds if r else [s["gold"]], "response": s["response"],
+                         "benchmark": s["benchmark"], "id": s["id"],
+                         # graded as the run graded it: its question and its task's answer form
+                         "question": r.problem if r else "", "form": form_of(r.source) if r else MATH})
     return rows
 
 
@@ -139,7 +143,8 @@ def run_samples(eval_root: Path, eval_dir: Path) -> list[dict]:
 
 def verdicts(rows: list[dict], grader: str, answer_after: str | None, workers: int) -> list[bool]:
     with Verifier(workers=workers, answer_after=answer_after, grader=grader) as v:
-        groups = v.grade([(r["golds"], [r["response"]]) for r in rows], desc=f"grade with {grader}")
+        groups = v.grade([(r["golds"], [r["response"]], r.get("question", ""), r.get("form", MATH)) for r in rows],
+                         desc=f"grade with {grader}")
     return [g.items[0].correct for g in groups]
 
 

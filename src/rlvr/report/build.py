@@ -93,20 +93,35 @@ def summary(r: Report) -> list[str]:
 
 
 def verdict(r: Report) -> str:
-    """The summary's first sentence: the best method on mean avg@k over the
-    sets, or that none can be told apart."""
+    """The summary's first sentence, as strong as its evidence: a best method is
+    named only where its lead over the runner-up holds over problems and over
+    the spread between seeds; with one seed the sentence says what one seed
+    can say; otherwise that the top two cannot be told apart."""
     columns, rows = r.score_table("avg")
     sets = ", ".join(next(iter(r.results.values())).mean_sets or [])
     ranked = sorted(rows, key=lambda n: rows[n][-1][0], reverse=True)
     if len(ranked) < 2:
         return f"One model evaluated: {ranked[0]}, mean avg@{r.k} {rows[ranked[0]][-1][0]:.3f} over {sets}."
-    best = tables.best_marks(r.results, "avg", columns, rows).get("mean")
-    top = f"{ranked[0]} ({rows[ranked[0]][-1][0]:.3f}) and {ranked[1]} ({rows[ranked[1]][-1][0]:.3f})"
-    if best:
-        return (f"**{best} is the best method here**: highest mean avg@{r.k} over the sets "
-                f"({sets}), its paired 95% interval over the runner-up {ranked[1]} above 0.")
-    return (f"**No method is distinguishable here**: on mean avg@{r.k} over the sets ({sets}) "
-            f"the top two, {top}, differ by less than their paired 95% interval.")
+    first, second = ranked[:2]
+    top = f"{first} ({rows[first][-1][0]:.3f}) and {second} ({rows[second][-1][0]:.3f})"
+    if tables.best_marks(r.results, "avg", columns, rows).get("mean") != first:
+        return (f"**No method is distinguishable here**: on mean avg@{r.k} over the sets ({sets}) "
+                f"the top two, {top}, differ by less than their paired 95% interval.")
+    d, lo, hi = tables.paired(r.results[first], r.results[second], "avg", None, r.results[first].mean_sets)
+    lead = f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}] over the runner-up {second}, paired over problems"
+    over_seeds = tables.seeds_lead(r.results[first], r.results[second], "avg")
+    if over_seeds is None:
+        return (f"**{first} scores highest here, on one seed**: mean avg@{r.k} over the sets ({sets}) "
+                f"{rows[first][-1][0]:.3f}, {lead}. One seed cannot name a best method: that interval covers the "
+                "choice of problems, not the randomness of training, and seeds of one method can differ by more "
+                "(`dvc exp run -S 'seeds=[0,1,2]'` measures it).")
+    sd, slo, shi = over_seeds
+    seeds = f"over the seeds' means {sd:+.3f} [{slo:+.3f}, {shi:+.3f}]"
+    if slo > 0:
+        return (f"**{first} is the best method here**: highest mean avg@{r.k} over the sets ({sets}), {lead}, "
+                f"and {seeds}.")
+    return (f"**{first} scores highest here, within the spread between seeds**: mean avg@{r.k} over the sets "
+            f"({sets}), {lead}, but {seeds}: other seeds could reorder them.")
 
 
 def how_to_read(r: Report) -> list[str]:
