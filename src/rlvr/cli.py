@@ -1,4 +1,5 @@
-"""What every stage script shares: params loading with readable errors."""
+"""What every stage script and `python -m rlvr.<tool>` shares: params loading
+with readable errors."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
+from typing import Callable, NoReturn
 
 from rlvr.config import Params
 from rlvr.params import load_params
@@ -53,3 +55,18 @@ def stage_timer(name: str):
         return
     parts = ", ".join(f"{k}={v}" for k, v in summary.items())
     print(f"[{name}] done in {time.perf_counter() - t0:.1f}s" + (f": {parts}" if parts else ""), flush=True)
+
+
+def tool(main: Callable[[], int]) -> NoReturn:
+    """The entry of a `python -m rlvr.<tool>`: its exit status, and bad input (a
+    params problem, a file that is not there) as `error: ...` on stderr with exit
+    status 2, never a traceback."""
+    try:
+        code = main()
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as e:
+        print(f"error: {e.strerror or e}: {e.filename}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    sys.exit(code)

@@ -96,7 +96,11 @@ def rewrite(text: str) -> str:
     return BLOCK.sub(lambda m: m.group(1) + content(m.group(2), bool(m.group(3))) + m.group(5), text)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    argparse.ArgumentParser(description="Rewrite the generated blocks of " + ", ".join(FILES)
+                            + " from their sources.").parse_args(argv)
     for name in FILES:
         path = ROOT / name
         text = path.read_text()
@@ -108,4 +112,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from rlvr.cli import tool
+
+    tool(main)

@@ -148,4 +148,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from rlvr.cli import tool
+
+    tool(main)

@@ -330,4 +330,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from rlvr.cli import tool
+
+    tool(main)

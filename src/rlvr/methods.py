@@ -4,11 +4,14 @@ overrides) and one objective with its own settings (`methods.<name>:`).
 The objective's settings dataclass builds and checks the entry's other keys;
 what the objective needs (whole groups per loss call) meets the training
 settings here. Every method's problems are reported at once.
+
+    python -m rlvr.methods [RECIPE]    # each method: its objective and every setting off its default
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import argparse
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from rlvr.config import Params
@@ -97,3 +100,34 @@ def check_with_objective(where: str, t: TrainParams, hp: ObjectiveParams, params
         if t.mini_batch_questions >= 1 and t.mini_batch_questions % params.launcher.world:
             check_rank_shares(where, t, params.launcher.world, problems, needs_groups=hp.objective)
         check_token_budget(where, t, params.engine.max_model_len, problems, needs_groups=hp.objective)
+
+
+def describe(params: Params) -> list[str]:
+    """One line per method: its objective, each objective setting off the settings'
+    default, and each training setting the entry overrides over `train:`."""
+    lines = []
+    for name, entry in (params.extra.get("methods") or {}).items():
+        m = method_config(params, name)
+        default = type(m.objective)(objective=m.objective.objective)
+        changed = [f"{f.name}={getattr(m.objective, f.name)!r}" for f in fields(m.objective)
+                   if f.name != "objective" and getattr(m.objective, f.name) != getattr(default, f.name)]
+        train = {f.name for f in fields(TrainParams)}
+        changed += [f"train.{k}={getattr(m.train, k)!r}" for k in (entry or {}) if k in train]
+        lines.append(f"{name}: {m.objective.objective}" + (f" ({', '.join(changed)})" if changed else ""))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="List a recipe's methods: each one's objective and every setting "
+                                             "off its default.")
+    ap.add_argument("recipe", nargs="?", default="params.yaml", help="a params file (default: params.yaml)")
+    args = ap.parse_args(argv)
+    params = load_recipe(args.recipe)
+    print("\n".join(describe(params)) or f"{args.recipe}: no methods")
+    return 0
+
+
+if __name__ == "__main__":
+    from rlvr.cli import tool
+
+    tool(main)

@@ -148,5 +148,16 @@ def documented_keys() -> dict[str, set[str]]:
     return out
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    argparse.ArgumentParser(description="Print docs/settings.md: every setting, its type, default and meaning, "
+                                        "from the settings' dataclasses.").parse_args(argv)
     sys.stdout.write(reference())
+    return 0
+
+
+if __name__ == "__main__":
+    from rlvr.cli import tool
+
+    tool(main)

@@ -332,4 +332,6 @@ def _empty_cache() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from rlvr.cli import tool
+
+    tool(main)

@@ -481,4 +481,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from rlvr.cli import tool
+
+    tool(main)
