@@ -13,7 +13,6 @@ checks that each block is what its source gives now.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
