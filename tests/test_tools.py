@@ -10,9 +10,9 @@ import pytest
 from helpers import REPO
 from rlvr.cli import tool
 
-TOOLS = ("methods", "memory", "dryrun", "smoke", "tracking", "doc_blocks", "settings_reference")
+TOOLS = ("methods", "memory", "dryrun", "smoke", "ui", "doc_blocks", "settings_reference")
 RECIPE_ARG = {"methods": ["nope.yaml"], "memory": ["nope.yaml"], "dryrun": ["nope.yaml"], "smoke": ["nope.yaml"],
-              "tracking": ["--params", "nope.yaml"]}
+              "ui": ["--params", "nope.yaml"]}
 
 
 @pytest.mark.parametrize("name", TOOLS)

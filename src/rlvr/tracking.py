@@ -455,32 +455,10 @@ class NullTracker:
         pass
 
 
-def main(argv=None) -> int:
-    """Print the runs table's URL for `mlflow ui` (setting the experiment's view first)."""
-    import argparse
+if __name__ == "__main__":  # as before rlvr.ui: the training view's URLs, for a server already running
+    import sys
 
-    from mlflow.tracking import MlflowClient
-
-    from rlvr.params import load_params
-
-    ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument("--params", default="params.yaml")
-    ap.add_argument("--port", type=int, default=5000)
-    args = ap.parse_args(argv)
-    params = load_params(args.params)
-    client = MlflowClient(tracking_uri(params.tracking.uri))
-    exp = client.get_experiment_by_name(params.tracking.experiment)
-    if exp is None:
-        print(f"no experiment '{params.tracking.experiment}' in the store yet: run `dvc repro` first")
-        return 1
-    for key, value in experiment_tags(*view_of(params)).items():
-        client.set_experiment_tag(exp.experiment_id, key, value)
-    print(f"runs table:         {runs_url(exp.experiment_id, args.port)}")
-    print(f"per-step curves:    {runs_url(exp.experiment_id, args.port, chart=True)}")
-    return 0
-
-
-if __name__ == "__main__":
     from rlvr.cli import tool
+    from rlvr.ui import main
 
-    tool(main)
+    tool(lambda: main(["--print", *sys.argv[1:]]))
