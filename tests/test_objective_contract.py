@@ -11,7 +11,11 @@ same checks. A new objective module is covered with nothing else edited:
 3. a mini-batch cut into loss calls gives the whole mini-batch's loss and
    gradient, unless it declares a per-call term (`Needs.per_call`, the
    official grain), whole groups per call where it needs them;
-4. its whole update keeps every tensor on the device (tests/device_audit.py).
+4. its whole update keeps every tensor on the device (tests/device_audit.py);
+5. direction: on the policy's first update, a step raises the log-probability
+   of each question's rewarded responses over its unrewarded ones, unless it
+   declares itself a pure regularizer (`register(..., regularizer=True)`); a
+   planted sign error (RLOO's baseline added, not subtracted) fails it.
 
 A two-step CPU training of each objective's first example is in
 tests/e2e/test_trainer.py (test_two_steps_of_every_objective).
@@ -192,3 +196,59 @@ def test_a_registered_objective_is_in_the_suite_and_one_that_lies_fails_it(reque
         audited_update(device_model, hp, "groups")
     with pytest.raises((AttributeError, TypeError)):  # batch.entropy is None: it did not declare it
         check_needs_are_what_it_reads(objective("undeclared"), found[2][1])
+
+
+# ---- 5. direction: a step moves probability toward the rewarded responses -------------
+
+
+def on_policy(batch):
+    """The batch at its first update: the policy is pi_old and the reference (ratio 1, KL 0)."""
+    return dataclasses.replace(batch, old_logp=batch.logp.detach().clone(), ref_logp=batch.logp.detach().clone())
+
+
+def rewarded_rise(spec, hp, seed: int = 0) -> float:
+    """One gradient-descent step on the log-probs, then per question the mean change of a
+    rewarded response's log-probability minus an unrewarded one's, summed over questions."""
+    batch = needed_only(on_policy(mini_batch(seed)), hp.needs())
+    spec.loss(batch, hp).loss.backward()
+    change = (-batch.logp.grad * batch.mask).sum(1).view(-1, N)
+    rewarded = batch.rewards.view(-1, N) > 0
+    return float(sum(c[r].mean() - c[~r].mean() for c, r in zip(change, rewarded) if r.any() and (~r).any()))
+
+
+DIRECTED = [e for e in EXAMPLES if not objective(e[0]).regularizer]
+
+
+@pytest.mark.parametrize("name, i, hp", DIRECTED, ids=[f"{n}-{i}" for n, i, _ in DIRECTED])
+def test_a_step_raises_the_rewarded_responses(name, i, hp):
+    """Every objective that is not a declared pure regularizer moves probability toward the
+    rewarded responses of a question and away from the others, on three batches."""
+    rises = [rewarded_rise(objective(name), hp, seed) for seed in range(3)]
+    assert all(r > 0 for r in rises), f"{name} example {i}: rewarded minus unrewarded log-prob change {rises}"
+
+
+@dataclasses.dataclass
+class RlooParams(PolicyTermParams):
+    pass
+
+
+def rloo_loss(sign: float):
+    """REINFORCE with a leave-one-out baseline: A = r - mean of the others (sign -1 plants the
+    sign error A = r + mean of the others)."""
+    def loss(batch: PolicyBatch, p: RlooParams) -> LossOutput:
+        r = batch.rewards.view(-1, batch.group_size)
+        others = (r.sum(1, keepdim=True) - r) / (batch.group_size - 1)
+        adv = (r + sign * others).reshape(-1, 1)
+        seq = (batch.logp * batch.mask).sum(1, keepdim=True)
+        return LossOutput(-(adv * seq).mean())
+    return loss
+
+
+@pytest.mark.parametrize("sign, rises", [(-1.0, True), (1.0, False)], ids=["rloo", "rloo_sign_flipped"])
+def test_the_direction_check_catches_a_sign_error(sign, rises):
+    register("rloo_probe", RlooParams, examples=({},))(rloo_loss(sign))
+    try:
+        spec = objective("rloo_probe")
+        assert all(rewarded_rise(spec, hp, seed) > 0 for hp in spec.example_settings() for seed in range(3)) == rises
+    finally:
+        unregister("rloo_probe")

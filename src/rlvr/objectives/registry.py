@@ -36,6 +36,9 @@ class Objective:
     loss: Callable[[PolicyBatch, ObjectiveParams], LossOutput]
     params: type[ObjectiveParams]  # the dataclass of its settings (`methods.<name>:` in params)
     examples: tuple[dict, ...]  # settings the contract tests run it with (the first: its main one)
+    # A pure regularizer moves no probability toward rewarded responses by itself: the contract's
+    # direction check (a step raises the rewarded responses over the others) does not apply to it.
+    regularizer: bool = False
 
     def example_settings(self) -> list[ObjectiveParams]:
         return [self.params(objective=self.name, **values) for values in self.examples]
@@ -44,9 +47,10 @@ class Objective:
 _REGISTRY: dict[str, Objective] = {}
 
 
-def register(name: str, params: type[ObjectiveParams], examples: tuple[dict, ...]):
+def register(name: str, params: type[ObjectiveParams], examples: tuple[dict, ...], regularizer: bool = False):
     """Decorator: the loss function `fn(batch, params)` under `name`, with the
-    settings of `examples` (at least one) for the contract tests."""
+    settings of `examples` (at least one) for the contract tests; `regularizer`:
+    it does not reward anything by itself (the direction check skips it)."""
     if not (isinstance(params, type) and issubclass(params, ObjectiveParams)):
         raise TypeError(f"objective '{name}': its settings must be an ObjectiveParams dataclass, got {params!r}")
     if not examples or not all(isinstance(e, dict) for e in examples):
@@ -56,7 +60,7 @@ def register(name: str, params: type[ObjectiveParams], examples: tuple[dict, ...
         known = _REGISTRY.get(name)
         if known is not None and known.loss.__qualname__ != fn.__qualname__:
             raise ValueError(f"objective '{name}' is registered twice ({known.loss.__module__} and {fn.__module__})")
-        _REGISTRY[name] = Objective(name, fn, params, tuple(examples))
+        _REGISTRY[name] = Objective(name, fn, params, tuple(examples), regularizer)
         return fn
 
     return add
