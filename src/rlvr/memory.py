@@ -152,7 +152,7 @@ def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: f
         "optimizer": (12 if t.bf16 else 8) * p / shard,
         # the fp32 gradient partition (ZeRO >= 2 shards it)
         "gradients": 4 * p / (world if t.zero_stage >= 2 else 1),
-        "reference model": p * b if needs.reference_model else 0,
+        "reference model": p * b if needs.reference_model and not t.ref_offload else 0,
         "NCCL": NCCL_COMMUNICATORS * NCCL_COMMUNICATOR if world > 1 else 0,
         "overhead": CUDA_OVERHEAD,
     }
@@ -177,6 +177,8 @@ def budget(params: Params, method: MethodConfig, shape: ModelShape, gpu_bytes: f
     grad_bytes = 4 if t.float32_gradients else b  # the reduce buckets hold gradients in the reduction dtype
     update = {"buckets": 2 * REDUCE_BUCKET * grad_bytes, "activations": activations, "attention mask": mask,
               "LM head": head, "vLLM asleep": VLLM_ASLEEP}
+    if needs.reference_model and t.ref_offload:  # its embeddings, norm and head, and the layer visiting the GPU
+        update["reference layer"] = (p - shape.layers * shape.layer_params + shape.layer_params) * b
     rollout = {"vLLM": params.engine.gpu_memory_utilization * gpu_bytes}
     return {"resident": rows, "rollout": rollout, "update": update, "tokens": tokens,
             "resident_total": resident, "rollout_total": resident + sum(rollout.values()),

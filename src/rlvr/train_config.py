@@ -37,6 +37,9 @@ class TrainParams:
     zero_stage: int = 2  # DeepSpeed ZeRO stage: 0 (none), 1, 2 (optimizer state and gradients sharded), 3 (weights too)
     bf16: bool = True  # train in bf16 with fp32 master weights (auto: where there are bf16 units)
     gradient_checkpointing: bool = False  # recompute each layer in the backward pass (less memory, ~1/3 more time)
+    # the reference model's layers stay in CPU memory and visit the GPU one at a time during its pass (verl's
+    # ref.fsdp_config.param_offload, set by DisCO's 7B script and TRPA's main_TRPA.sh); same numbers, less memory
+    ref_offload: bool = False
     checkpoint_every: int = 2  # rollout steps between checkpoints (and at the last step)
     eval_every: int = 0  # validate every this many steps (and at the last); the best-on-validation checkpoint is kept
     max_bad_steps: int = 3  # consecutive non-finite updates before the run stops

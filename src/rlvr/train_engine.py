@@ -65,11 +65,46 @@ def policy_engines(model_path: str, t, reference: bool, world: int, device: torc
         model.gradient_checkpointing_enable()
     ref_model = None
     if reference:
-        ref_model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, **attention).to(device).eval()
+        ref_model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, **attention).eval()
         ref_model.requires_grad_(False)
+        ref_model = streamed(ref_model, device) if t.ref_offload else ref_model.to(device)
     skip_cpu_shm_op()  # a process without distributed.init (a dry run, a test) joins a group of one here
     engine, *_ = deepspeed.initialize(model=model, optimizer=adamw(model, t), config=deepspeed_config(t, world))
     return engine, ref_model
+
+
+def streamed(model, device: torch.device):
+    """A frozen model whose decoder layers live in CPU memory (pinned where the device
+    is a GPU) and visit `device` one at a time during a forward pass, as verl offloads
+    the reference model's parameters; the rest (embeddings, final norm, head) lives on
+    `device`. Between passes it holds one layer's worth of GPU memory at most, and its
+    outputs are the resident model's: the same weights, the same operations."""
+    decoder = model.get_decoder()
+    layers = decoder.layers
+    decoder.layers = torch.nn.ModuleList()  # everything but the layers goes to the device
+    model.to(device)
+    decoder.layers = layers
+    pin = device.type == "cuda"
+    for layer in layers:
+        home = {name: (t.pin_memory() if pin else t) for name, t in layer.state_dict(keep_vars=True).items()}
+        _go_home(home)(layer, (), None)  # the layer's weights are the home copies from the start
+        layer.register_forward_pre_hook(_visit(home, device))
+        layer.register_forward_hook(_go_home(home))
+    return model
+
+
+def _visit(home: dict, device: torch.device):
+    def hook(layer, args):
+        for name, t in layer.state_dict(keep_vars=True).items():
+            t.data = home[name].data.to(device, non_blocking=True)
+    return hook
+
+
+def _go_home(home: dict):
+    def hook(layer, args, output):
+        for name, t in layer.state_dict(keep_vars=True).items():
+            t.data = home[name].data  # frozen: the home copy is still right, nothing to copy back
+    return hook
 
 
 def warmup_lr(step: int, lr: float, warmup_steps: int) -> float:

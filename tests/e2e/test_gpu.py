@@ -109,3 +109,35 @@ def test_gpu_check_script_passes():
     out = subprocess.run(["bash", "bench/gpu_check.sh"], cwd=root, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
 
+
+
+def test_a_streamed_reference_holds_one_layer_on_the_gpu_and_gives_the_resident_log_probs():
+    """train.ref_offload on CUDA: between passes only the embeddings, norm and head
+    are on the GPU (the layers in pinned CPU memory), and the log-probs equal the
+    resident copy's."""
+    import copy
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from rlvr.policy import evaluate_tokens, pack
+    from rlvr.train_engine import streamed
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=1024, num_hidden_layers=8,
+                      num_attention_heads=4, num_key_value_heads=2)
+    cpu = LlamaForCausalLM(cfg).eval().requires_grad_(False)
+    cuda = torch.device("cuda")
+    resident = copy.deepcopy(cpu).to(cuda)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    offloaded = streamed(cpu, cuda)
+    layer_bytes = sum(p.numel() * p.element_size() for p in cpu.get_decoder().layers.parameters())
+    assert torch.cuda.memory_allocated() - before < sum(p.numel() * p.element_size() for p in resident.parameters()) \
+        - layer_bytes * 0.9
+    assert all(p.device.type == "cpu" and p.is_pinned() for p in offloaded.get_decoder().layers.parameters())
+    packed = pack([[1, 2, 3], [4, 5]], [[6, 7], [8, 9, 10]], pad_id=0).to(cuda)
+    with torch.no_grad():
+        a = evaluate_tokens(resident, packed, 0.7)["logp"]
+        b = evaluate_tokens(offloaded, packed, 0.7)["logp"]
+    assert torch.allclose(a, b, atol=1e-6)
+    assert all(p.device.type == "cpu" for p in offloaded.get_decoder().layers.parameters())
