@@ -5,7 +5,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from rlvr.smoke import Report, check_push, trainer_logprobs
+from helpers import REPO
+
+from rlvr.methods import load_recipe
+from rlvr.smoke import Report, check_push, smoke_methods, trainer_logprobs
 
 
 def _tiny_policy():
@@ -42,3 +45,9 @@ def test_the_push_check_fails_when_the_engine_keeps_its_old_weights(push_reaches
     report = Report(main=False)
     check_push(trainer, engine, prompt, response, engine.token_logprobs(prompt, response), "float32", report)
     assert report.failed == ([] if push_reaches_the_engine else ["push"])
+
+
+def test_the_default_runs_each_distinct_objective_once():
+    assert smoke_methods(load_recipe(REPO / "params/disco_1.5b.yaml"), None) == [
+        "grpo", "grpo_rw", "grpo_er", "dr_grpo", "dapo", "trpa", "discob_logl"]
+    assert smoke_methods(load_recipe(REPO / "params/siren_qwen2.5-math-7b.yaml"), None)[0] == "siren"

@@ -2,11 +2,16 @@
 
     python -m rlvr.smoke params/disco_1.5b.yaml [--method disco_logl]
 
-runs, on every rank the recipe's launcher starts, two training steps of one
-method with the recipe's model and settings: vLLM rollouts, sleep and wake
-around each update, the weight push, the grader pool, a validation pass per
-step, a checkpoint, and a second trainer that resumes from it. Then it prints
-one line per check with what it saw, and exits 1 if any failed:
+runs, on every rank the recipe's launcher starts, two training steps of each
+distinct objective of the recipe's methods (the first method of each; DisCO's
+at the recipe's `sequences_per_call`, its scores gathered over the ranks;
+SIREN's with its anchor; `--method` runs one) with the recipe's model and
+settings: vLLM rollouts, sleep and wake around each update, the weight push,
+the grader pool, a validation pass per step, a checkpoint, and a second
+trainer that resumes from it. The screen shows one line per check with what
+it saw, and the verdict; the engines' and libraries' own output goes to
+smoke.log in the work directory (a failure prints its path and last lines).
+It exits 1 if any check failed:
 
 - engine: vLLM started (its executor, the start time)
 - grader: the recipe's grader, started from this process, grades each gold
@@ -34,6 +39,7 @@ import argparse
 import copy
 import gc
 import math
+import os
 import shutil
 import sys
 import time
@@ -50,15 +56,18 @@ GIB = 1 << 30
 class Report:
     """Checks in order, printed by rank 0."""
 
-    def __init__(self, main: bool):
-        self.main, self.failed = main, []
+    def __init__(self, main: bool, screen=None):
+        self.main, self.failed, self.screen = main, [], screen or sys.stdout
+
+    def say(self, line: str) -> None:
+        if self.main:
+            print(line, file=self.screen, flush=True)
 
     def check(self, name: str, ok: bool | None, saw: str) -> None:
         """ok None: reported, not judged."""
         if ok is False:
             self.failed.append(name)
-        if self.main:
-            print(f"{'PASS' if ok else 'FAIL' if ok is False else 'INFO'}  {name:<11} {saw}", flush=True)
+        self.say(f"{'PASS' if ok else 'FAIL' if ok is False else 'INFO'}  {name:<11} {saw}")
 
 
 def smoke_recipe(recipe: dict, cuda: bool, model_dir: Path | None, work: Path) -> dict:
@@ -90,7 +99,7 @@ def smoke_recipe(recipe: dict, cuda: bool, model_dir: Path | None, work: Path) -
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("recipe", type=Path)
-    ap.add_argument("--method", help="the method to run (default: the recipe's first)")
+    ap.add_argument("--method", help="the one method to run (default: the first method of each objective)")
     ap.add_argument("--work", type=Path, default=Path("runs/smoke"), help="where its data, model and run go")
     ap.add_argument("--tokenizer", default="models/base", help="without CUDA: an offline tokenizer for the tiny model")
     args = ap.parse_args(argv)
@@ -112,15 +121,81 @@ def main(argv: list[str] | None = None) -> int:
             if not under_launcher() and not (tiny / "config.json").exists():
                 tiny_model(architecture(recipe["model"]["source"]), args.tokenizer, tiny)
         params = parse_recipe(smoke_recipe(recipe, cuda, tiny, work))
-        method = method_config(params, args.method or next(iter(params.extra["methods"])))
+        methods = [method_config(params, name) for name in smoke_methods(params, args.method)]
         relaunch(params, [str(Path(__file__).resolve()), *(argv if argv is not None else sys.argv[1:])])
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    return run_smoke(params, method, work, tiny=not cuda, source=recipe["model"]["source"])
+    return run_smoke(params, methods, work, tiny=not cuda, source=recipe["model"]["source"])
 
 
-def run_smoke(params, method, work: Path, tiny: bool, source: str) -> int:
+def smoke_methods(params, only: str | None) -> list[str]:
+    """`only`, or the first method of each distinct objective of the recipe."""
+    from rlvr.schema import ConfigError, unknown_name
+
+    methods = params.extra.get("methods") or {}
+    if only is not None:
+        if only not in methods:
+            raise ConfigError([unknown_name("--method", only, sorted(methods))])
+        return [only]
+    first: dict[str, str] = {}
+    for name, entry in methods.items():
+        first.setdefault((entry or {}).get("objective", "grpo"), name)
+    return list(first.values())
+
+
+@contextmanager
+def output_to(log: Path):
+    """Everything written to this process's stdout and stderr (C libraries too) goes to
+    `log`; yields the screen (the original stdout) for the report's lines."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    screen = os.fdopen(os.dup(1), "w", buffering=1)
+    with open(log, "ab") as f:
+        os.dup2(f.fileno(), 1)
+        os.dup2(f.fileno(), 2)
+    try:
+        yield screen
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+        screen.close()
+
+
+def run_smoke(params, methods: list, work: Path, tiny: bool, source: str) -> int:
+    from rlvr import distributed
+
+    rank = os.environ.get("RANK", "0")
+    log = work / ("smoke.log" if rank == "0" else f"smoke.rank{rank}.log")
+    if log.exists():
+        log.unlink()
+    with output_to(log) as screen:
+        ranks = distributed.init(params.launcher.timeout_s)
+        report = Report(ranks.main, screen)
+        try:
+            smoke_checks(params, methods, work, tiny, source, ranks, report)
+        except Exception as e:  # noqa: BLE001  a check that could not run is a failure with its cause
+            report.check("error", False, f"{type(e).__name__}: {e}")
+            import traceback
+
+            traceback.print_exc()
+        distributed.barrier()
+    if report.failed and ranks.main:
+        tail = log.read_text(errors="replace").splitlines()[-20:]
+        print(f"smoke: the log is {log}; its last lines:\n" + "\n".join(f"  {line}" for line in tail), flush=True)
+    if ranks.main:
+        print(f"smoke: {'all checks passed' if not report.failed else 'FAILED: ' + ', '.join(report.failed)}",
+              flush=True)
+    return 1 if report.failed else 0
+
+
+def smoke_checks(params, methods: list, work: Path, tiny: bool, source: str, ranks, report: Report) -> None:
     from transformers import AutoTokenizer
 
     from rlvr import distributed
@@ -128,15 +203,15 @@ def run_smoke(params, method, work: Path, tiny: bool, source: str) -> int:
     from rlvr.model import materialize
     from rlvr.rollout_engine import RolloutEngine
 
-    ranks = distributed.init(params.launcher.timeout_s)
-    report = Report(ranks.main)
+    first = methods[0]
+    model = f"a tiny random model of {source}'s architecture" if tiny else source
+    report.say(f"smoke: {', '.join(f'{m.name} ({m.objective.objective})' for m in methods)} on {model}, "
+               f"{ranks.world} rank(s), {first.train.responses_per_question} responses of up to "
+               f"{first.train.max_response_tokens} tokens")
     if ranks.main:
-        model = f"a tiny random model of {source}'s architecture" if tiny else source
-        print(f"smoke: {method.name} ({method.objective.objective}) on {model}, {ranks.world} rank(s), "
-              f"{method.train.responses_per_question} responses of up to {method.train.max_response_tokens} tokens",
-              flush=True)
-        for old in (work / "run" / method.name, work / "models" / method.name):  # an earlier smoke's
-            shutil.rmtree(old, ignore_errors=True)
+        for m in methods:
+            for old in (work / "run" / m.name, work / "models" / m.name):  # an earlier smoke's
+                shutil.rmtree(old, ignore_errors=True)
         base = materialize(params.model.source, params.model.out_dir, params.model.dtype)
         prepare(params.data, params.prompt.for_training(), AutoTokenizer.from_pretrained(base))
     distributed.barrier()
@@ -146,13 +221,10 @@ def run_smoke(params, method, work: Path, tiny: bool, source: str) -> int:
                                        sleep_mode=True)
     report.check("engine", True, f"vLLM {engine.executor}, started in {time.perf_counter() - t0:.0f} s")
     check_grader(params, report)
-    rows, counts = train_and_resume(params, method, base, engine, work, report)
-    check_rows(params, method, rows, counts, tiny, report)
-    distributed.barrier()
-    if ranks.main:
-        print(f"smoke: {'all checks passed' if not report.failed else 'FAILED: ' + ', '.join(report.failed)}",
-              flush=True)
-    return 1 if report.failed else 0
+    for method in methods:
+        report.say(f"-- {method.name} ({method.objective.objective})")
+        rows, counts = train_and_resume(params, method, base, engine, work, report)
+        check_rows(params, method, rows, counts, tiny, report)
 
 
 def check_grader(params, report: Report) -> None:

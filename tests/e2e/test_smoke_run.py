@@ -1,4 +1,6 @@
-"""python -m rlvr.smoke on the CPU: a recipe's real path for two steps, with a verdict per check."""
+"""python -m rlvr.smoke on the CPU: a recipe's real path for two steps of each of its
+objectives (here narrowed to DisCO's, at the recipe's gathered grain), one line per
+check on the screen, the engines' and libraries' output in smoke.log."""
 
 import subprocess
 import sys
@@ -7,13 +9,19 @@ from helpers import REPO, clean_env
 
 
 def test_the_smoke_passes_every_check_of_a_recipe_on_cpu(tmp_path, base_model):
-    out = subprocess.run([sys.executable, "-m", "rlvr.smoke", "params/disco_1.5b.yaml", "--tokenizer", str(base_model),
-                          "--work", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=900,
-                         env=clean_env())
-    lines = [line for line in out.stdout.splitlines() if line[:4] in ("PASS", "FAIL", "INFO")]
+    out = subprocess.run([sys.executable, "-m", "rlvr.smoke", "params/disco_1.5b.yaml", "--method", "disco_logl",
+                          "--tokenizer", str(base_model), "--work", str(tmp_path)], cwd=REPO, capture_output=True,
+                         text=True, timeout=900, env=clean_env())
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    verdicts = {line.split()[1]: line.split()[0] for line in lines}
+    screen = out.stdout.splitlines()
+    # the screen holds the checks and the verdict alone; everything else went to the log
+    assert all(line[:4] in ("PASS", "FAIL", "INFO") or line.startswith(("smoke:", "-- ")) for line in screen), screen
+    assert screen[0].startswith("smoke: disco_logl (disco) on a tiny random model") and "-- disco_logl (disco)" in screen
+    verdicts = {line.split()[1]: line.split()[0] for line in screen if line[:4] in ("PASS", "FAIL", "INFO")}
     assert {k: v for k, v in verdicts.items() if v != "INFO"} == {
         "engine": "PASS", "grader": "PASS", "stop": "PASS", "push": "PASS", "resume": "PASS", "rewards": "PASS",
         "validation": "PASS"}
-    assert "smoke: all checks passed" in out.stdout
+    assert screen[-1] == "smoke: all checks passed"
+    log = (tmp_path / "disco_1.5b" / "smoke.log").read_text()
+    assert "vLLM" in log or "vllm" in log  # the engine's own output
+
