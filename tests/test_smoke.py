@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from helpers import REPO
-
 from rlvr.methods import load_recipe
 from rlvr.smoke import Report, check_push, smoke_methods, trainer_logprobs
 
