@@ -573,6 +573,12 @@ def test_each_method_keeps_its_colour_in_every_figure(tmp_path, repo, monkeypatc
     assert all(len(colours) == 1 for colours in seen.values()), seen
     assert len({next(iter(c)) for c in seen.values()}) == len(seen)  # and no two methods share one
     assert len(drawn["grpo"]) >= 4  # in the scores, training, difficulty and pass@k figures at least
+    # and the report says which is which, by name (MLflow's own colours are per browser)
+    from rlvr.report.figures import COLOR_NAMES
+
+    md = (tmp_path / "reports/results.md").read_text()
+    named = ", ".join(f"{m} {COLOR_NAMES[next(iter(seen[m]))]}" for m in ("base", "grpo", "disco_logl"))
+    assert f"Each method keeps one colour in every figure: {named}." in md
 
 
 def write_samples(root: Path, run: Run, answers: dict[str, list[tuple[str, bool]]], problem=lambda q: f"Compute {q}."):

@@ -13,7 +13,8 @@ from rlvr.atomic import write_json, write_text
 from rlvr.report import sections as tables
 from rlvr.report.audit import audit, audit_section, flag_note
 from rlvr.report.claims import all_claim_rows, claims_summary, claims_table
-from rlvr.report.figures import curve_figure, difficulty_figure, method_colors, pass_curve_figure, scores_figure
+from rlvr.report.figures import (COLOR_NAMES, curve_figure, difficulty_figure, method_colors, pass_curve_figure,
+                                 scores_figure)
 from rlvr.report.format import csv_cell, html, slug
 from rlvr.report.load import KINDS, MethodResults, load_results
 from rlvr.runs import BASE, Run
@@ -128,7 +129,10 @@ def how_to_read(r: Report) -> list[str]:
     lost = {name: n for m in r.results.values() for x in m.metrics for name, n in x.get("skipped_rows", {}).items()}
     note = ("\n\nRows lost in the data stage (data.skip_bad_rows: unreadable rows skipped, so these sets are "
             "smaller than published): " + ", ".join(f"{name} {n}" for name, n in sorted(lost.items()))) if lost else ""
-    return [f"## How to read the numbers\n\n{tables.intro(r.results)}{note}"]
+    colors = ", ".join(f"{name} {COLOR_NAMES[c]}" for name, c in r.colors.items())
+    legend = (f"\n\nEach method keeps one colour in every figure: {colors}. MLflow colours runs its own way, per "
+              "browser (a run's colour swatch in its runs table changes it), so match runs there by name.")
+    return [f"## How to read the numbers\n\n{tables.intro(r.results)}{note}{legend}"]
 
 
 def scores(r: Report) -> list[str]:

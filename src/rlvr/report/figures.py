@@ -16,6 +16,7 @@ def _plt():
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")  # matplotlib's tab10
+COLOR_NAMES = dict(zip(PALETTE, ("blue", "orange", "green", "red", "purple", "brown", "pink", "grey", "olive", "cyan")))
 
 
 def method_colors(methods: list[str]) -> dict[str, str]:
