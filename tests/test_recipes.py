@@ -147,7 +147,8 @@ def test_every_left_out_dry_run_has_a_twin():
     ablation recipes differ from theirs only in `methods:` (settings of the same
     objectives, each setting's path in the loss tested in test_objectives and
     test_siren_ablations) and `report:`."""
-    twin = {"disco_7b": "disco_1.5b", "disco_1.5b_dapo_math": "disco_1.5b", "siren_qwen2.5-math-1.5b":
+    twin = {"disco_1.5b": "disco_8b", "siren_llama3.1-8b": "siren_qwen2.5-math-7b",
+            "disco_7b": "disco_1.5b", "disco_1.5b_dapo_math": "disco_1.5b", "siren_qwen2.5-math-1.5b":
             "siren_qwen2.5-math-7b", "disco_1.5b_ablations": "disco_1.5b",
             "siren_qwen2.5-math-7b_ablations": "siren_qwen2.5-math-7b", "disco_1.5b_eval32k": "disco_1.5b",
             "disco_7b_eval32k": "disco_7b"}

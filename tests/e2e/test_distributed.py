@@ -120,4 +120,6 @@ def test_a_killed_rank_ends_the_job_and_the_rerun_resumes(tmp_path, tiny_model):
     assert f"resumed from step {done_at}" in again.stdout
     with open(root / "reports/train/grpo/seed0/steps.csv") as f:
         assert [int(line.split(",")[0]) for line in f.read().splitlines()[1:]] == [1, 2, 3, 4]
-    assert json.loads(state_file.read_text())["step"] == 4
+    state = json.loads(state_file.read_text())
+    assert state["step"] == 4 and state["world"] == 2 and state["data_position"] == 4 * 2  # steps x B, global
+    assert (root / "runs/grpo/seed0/checkpoint/rng_rank1.pt").exists()  # each rank's generators checkpointed

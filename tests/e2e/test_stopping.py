@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 STEPS = 3
 STOP_BOUND_S = 120  # from the signal to the exit, setup excluded (a step on this CPU takes about 15 s)
 PROBE = REPO / "tests" / "e2e" / "signal_probe"
-CURVE = ("reward_mean", "kl", "loss", "entropy")
+CURVE = ("reward_mean", "kl", "loss", "entropy", "val_avg@k", "val_pass@k")
 
 
 def _repo(tmp_path: Path, ranks: int) -> Path:
@@ -36,7 +36,9 @@ def _repo(tmp_path: Path, ranks: int) -> Path:
     root = copy_repo(tmp_path / "repo")
     raw = tiny_params(root, {"grpo": {"objective": "grpo"}})
     raw["data"]["out_dir"] = "data/prepared"
-    raw["train"].update({"steps": STEPS, "checkpoint_every": 100})  # the only checkpoint is the stop's
+    raw["train"].update({"steps": STEPS, "checkpoint_every": 100,  # the only checkpoint is the stop's
+                         "eval_every": 1})  # validation every step: on two ranks, the evaluation's gather too
+    raw["data"]["validation_size"] = 4
     raw["launcher"].update({"kind": "deepspeed" if ranks > 1 else "python", "procs_per_node": ranks,
                             "master_port": 29630 + ranks, "timeout_s": 120})
     (root / "params.yaml").write_text(yaml.safe_dump(raw))
@@ -88,8 +90,9 @@ def _left_running(root: Path) -> list[str]:
     return left
 
 
-@pytest.mark.parametrize("sig,phase,ranks", [(signal.SIGTERM, "grading", 1), (signal.SIGINT, "update", 1),
-                                             (signal.SIGTERM, "update", 2)])
+# Two runs cover both signals, both phases a stop meets differently (a dropped step, a finished one) and
+# both launchers: SIGTERM in grading on one rank, SIGINT in the update on two.
+@pytest.mark.parametrize("sig,phase,ranks", [(signal.SIGTERM, "grading", 1), (signal.SIGINT, "update", 2)])
 def test_a_signal_to_the_process_group_checkpoints_and_the_rerun_ends_equal(tmp_path, tiny_model, uninterrupted,
                                                                              sig, phase, ranks):
     root = _repo(tmp_path, ranks)

@@ -4,19 +4,11 @@ import copy
 import csv
 import json
 import math
-import os
-import shutil
-import signal
-import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from helpers import ALL_METHODS, copy_repo, mini_batch, needed_only, tiny_params
+from helpers import ALL_METHODS, mini_batch, needed_only, tiny_params
 from rlvr.schema import ConfigError
 from rlvr.methods import method_config, parse_recipe
 from rlvr.params import parse_params
@@ -170,22 +162,6 @@ def test_training_changes_the_rollout_weights(setup, tiny_model):
     assert before != after and before == again
 
 
-def test_same_seed_same_first_step(tmp_path, tiny_model):
-    """Two fresh processes with the same seed produce the same first step."""
-    root = _train_repo(tmp_path, steps=1)
-    firsts = []
-    for _ in range(2):
-        shutil.rmtree(root / "runs", ignore_errors=True)
-        done = subprocess.run(_train_cmd(tiny_model), cwd=root, env=_env(root), capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        with open(root / "reports/train/grpo/seed0/steps.csv") as f:
-            firsts.append(next(csv.DictReader(f)))
-    keys = ("reward_mean", "response_length", "entropy", "loss", "kl", "topp_entropy")
-    assert {k: float(firsts[0][k]) for k in keys} == pytest.approx({k: float(firsts[1][k]) for k in keys},
-                                                                   rel=1e-4, abs=1e-6)
-
-
 def test_method_config_errors(setup):
     params, _, _ = setup
     raw = tiny_params(Path("/tmp"))
@@ -204,64 +180,6 @@ def test_method_config_errors(setup):
         assert needle in msg, needle
     with pytest.raises(ConfigError, match="did you mean 'disco'"):
         method_config(params, "disko")
-
-
-def _steps(path: Path) -> list[int]:
-    if not path.exists():
-        return []
-    with open(path) as f:
-        return [int(r["step"]) for r in csv.DictReader(f)]
-
-
-def _env(root: Path) -> dict:
-    return {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlflow.db"}
-
-
-def _train_cmd(model) -> list[str]:
-    return [sys.executable, "stages/train.py", "--method", "grpo", "--model", str(model)]
-
-
-def _train_repo(tmp_path: Path, steps: int) -> Path:
-    """A repo copy with tiny params and its data prepared, for stage subprocesses."""
-    root = copy_repo(tmp_path / "repo")
-    raw = tiny_params(root, {"grpo": ALL_METHODS["grpo"]})
-    raw["data"]["out_dir"] = "data/prepared"
-    raw["train"]["steps"] = steps
-    (root / "params.yaml").write_text(yaml.safe_dump(raw))
-    subprocess.run([sys.executable, "stages/prepare_data.py"], cwd=root, check=True, env=_env(root),
-                   capture_output=True)
-    return root
-
-
-def test_killed_run_resumes_at_next_step(tmp_path, tiny_model):
-    """kill -9 (the signals a run can catch: tests/e2e/test_stopping.py)."""
-    root = _train_repo(tmp_path, steps=4)
-    env, cmd = _env(root), _train_cmd(tiny_model)
-    steps_file = root / "reports/train/grpo/seed0/steps.csv"
-    state_file = root / "runs/grpo/seed0/checkpoint/trainer_state.json"
-    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 600
-    while time.time() < deadline and proc.poll() is None:
-        if state_file.exists() and json.loads(state_file.read_text())["step"] >= 2:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, proc.stdout.read()[-3000:]
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=300)
-    killed_at = json.loads(state_file.read_text())["step"]
-    assert 2 <= killed_at < 4
-    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert f"resumed from step {killed_at}" in done.stdout
-    assert _steps(steps_file) == [1, 2, 3, 4]
-    assert json.loads(state_file.read_text())["step"] == 4
-    summary = json.loads((root / "reports/train/grpo/seed0/summary.json").read_text())
-    assert summary["first"]["step"] == 1 and summary["final"]["step"] == 4  # the whole run, not the resumed part
-    again = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=600)  # finished: no step
-    assert again.returncode == 0 and json.loads((root / "reports/train/grpo/seed0/summary.json").read_text()) == summary
-    with sqlite3.connect(root / "mlflow.db") as con:  # the killed run (left RUNNING) is the one the rerun continued
-        runs = con.execute("SELECT status FROM runs WHERE name = 'train@grpo/seed0'").fetchall()
-    assert runs == [("FINISHED",)], runs
 
 
 def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
