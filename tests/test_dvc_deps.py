@@ -27,10 +27,21 @@ def module_file(name: str) -> Path | None:
     return base.with_suffix(".py") if base.with_suffix(".py").exists() else None
 
 
-def imported_modules(path: Path) -> set[str]:
-    """rlvr module names `path` imports; `from pkg import sub` counts sub when it is a module."""
+def _main_block(node) -> bool:
+    """`if __name__ == "__main__":`, which runs only when the file is the program."""
+    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in node.test.comparators))
+
+
+def imported_modules(path: Path, as_program: bool = False) -> set[str]:
+    """rlvr module names `path` imports; `from pkg import sub` counts sub when it is a module.
+    A module imported by another never runs its `__main__` block: only the program's counts."""
+    tree = ast.parse(path.read_text())
+    if not as_program:
+        tree.body = [node for node in tree.body if not _main_block(node)]
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -55,7 +66,7 @@ def closure(script: Path) -> set[Path]:
         for f in discovered(current) - seen:
             seen.add(f)
             todo.append(f)
-        for name in imported_modules(current):
+        for name in imported_modules(current, as_program=current == script):
             parts = name.split(".")
             for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__, a/b/__init__ too
                 f = module_file(".".join(parts[:i]))
@@ -164,7 +175,9 @@ def test_bytecode_never_changes_a_directory_dep():
 def import_cycles(root: Path) -> list[list[str]]:
     """Cycles among the modules under `root` (a src/ directory), function-level
     imports included; an import of a module's own package is not an edge (a
-    package is initialized before its modules run)."""
+    package is initialized before its modules run), nor one in a module's
+    `__main__` block (it runs only when the module is the program, which
+    nothing imports)."""
     def module_file_under(name: str) -> Path | None:
         base = root.joinpath(*name.split("."))
         if (base / "__init__.py").exists():
@@ -175,7 +188,9 @@ def import_cycles(root: Path) -> list[list[str]]:
     for f in root.rglob("*.py"):
         packages = {p / "__init__.py" for p in f.parents if root in p.parents}
         edges = set()
-        for node in ast.walk(ast.parse(f.read_text())):
+        tree = ast.parse(f.read_text())
+        tree.body = [node for node in tree.body if not _main_block(node)]
+        for node in ast.walk(tree):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [f"{node.module}.{a.name}" for a in node.names] + [node.module] \
                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
