@@ -180,7 +180,8 @@ CLAIMS = (
     Claim("dr_grpo", "Dr. GRPO's entropy falls during training", "minus the slope of entropy per step ({name})",
           _slope("entropy", -1.0)),
     Claim("dapo", "DAPO's entropy rises during training", "slope of entropy per step ({name})", _slope("entropy")),
-    Claim("disco", "{name}'s entropy stays stable", "entropy slope per step ({name}), within +-{band} for stable",
+    Claim("disco", "{name}'s entropy stays stable", "entropy slope per step ({name}), within +-{band} for stable (our band: 20% of "
+          "the first step's entropy over the run; the paper states none)",
           lambda a, _: _band(a, "entropy"), kind="band"),
     Claim("trpa", "TRPA's entropy moves more late in training", "|entropy slope|, second half - first half ({name})",
           lambda a, _: _halves_diff(a, "entropy")),
@@ -192,7 +193,7 @@ CLAIMS = (
     # SIREN: the entropy kept in a band, away from the baselines' collapse and from naive regularization's
     # explosion. Its trainer logs (and its figures plot) the rollouts' top-p entropy (ray_trainer.py 1006-1017).
     Claim("siren", "{name}'s top-p entropy stays in a band", "top-p entropy slope per step ({name}), within "
-          "+-{band} for stable", lambda a, _: _band(a, "topp_entropy"), kind="band"),
+          "+-{band} for stable (our band: 20% of the first step's value over the run; the paper states none)", lambda a, _: _band(a, "topp_entropy"), kind="band"),
     Claim("siren", "{name}'s top-p entropy falls less than {ref}'s (no collapse)",
           "top-p entropy slope per step: {name} - {ref}", lambda a, b: _slope_diff(a, b, "topp_entropy"),
           against=SIREN_COLLAPSE),
