@@ -56,4 +56,5 @@ def test_run_samples_take_every_gold_of_the_problem(tmp_path):
     samples.write_text(json.dumps({"benchmark": "minerva", "id": "m1", "gold": "6630.65", "response": "\\boxed{6630}"})
                        + "\n")
     assert run_samples(tmp_path / "reports" / "eval", tmp_path / "eval") == [
-        {"golds": ["6630.65", "6630"], "response": "\\boxed{6630}", "benchmark": "minerva", "id": "m1"}]
+        {"golds": ["6630.65", "6630"], "response": "\\boxed{6630}", "benchmark": "minerva", "id": "m1",
+         "question": "p", "form": "math"}]  # graded as the run graded it: its question and its task's answer form

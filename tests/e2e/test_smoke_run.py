@@ -2,6 +2,7 @@
 objectives (here narrowed to DisCO's, at the recipe's gathered grain), one line per
 check on the screen, the engines' and libraries' output in smoke.log."""
 
+import re
 import subprocess
 import sys
 
@@ -16,12 +17,18 @@ def test_the_smoke_passes_every_check_of_a_recipe_on_cpu(tmp_path, base_model):
     screen = out.stdout.splitlines()
     # the screen holds the checks and the verdict alone; everything else went to the log
     assert all(line[:4] in ("PASS", "FAIL", "INFO") or line.startswith(("smoke:", "-- ")) for line in screen), screen
-    assert screen[0].startswith("smoke: disco_logl (disco) on a tiny random model") and "-- disco_logl (disco)" in screen
+    assert screen[0].startswith("smoke: disco_logl (disco) on a tiny model") and "-- disco_logl (disco)" in screen
     verdicts = {line.split()[1]: line.split()[0] for line in screen if line[:4] in ("PASS", "FAIL", "INFO")}
     assert {k: v for k, v in verdicts.items() if v != "INFO"} == {
         "engine": "PASS", "grader": "PASS", "stop": "PASS", "push": "PASS", "resume": "PASS", "rewards": "PASS",
         "validation": "PASS"}
     assert screen[-1] == "smoke: all checks passed"
+    # rewards that are not all 0, so that step 1's real update moved the engine's log-probs
+    rewards = next(line for line in screen if line.split()[1] == "rewards")
+    assert re.search(r"reward mean per step \[([0-9.]+), ([0-9.]+)\]", rewards) and "[0.0, 0.0]" not in rewards
+    moved = float(re.search(r"after step 1 \(which moved them ([0-9.]+)\)", next(
+        line for line in screen if line.split()[1] == "push")).group(1))
+    assert moved > 1e-3, moved
     log = (tmp_path / "disco_1.5b" / "smoke.log").read_text()
     assert "vLLM" in log or "vllm" in log  # the engine's own output
 
