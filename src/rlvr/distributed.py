@@ -75,7 +75,12 @@ def init(timeout_s: float = 1800.0) -> Ranks:
     if torch.distributed.is_initialized():
         return ranks
     import deepspeed
+    from deepspeed.utils import groups
 
+    # A process group made and destroyed earlier in this process (a CPU vLLM engine's shutdown destroys
+    # the default group behind DeepSpeed's back) leaves DeepSpeed's clone of it cached: the next
+    # deepspeed.initialize would broadcast over a group torch no longer knows.
+    groups._release_process_group_references()
     skip_cpu_shm_op()
     deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo",
                                timeout=datetime.timedelta(seconds=timeout_s), verbose=False)
