@@ -82,6 +82,7 @@ def smoke_recipe(recipe: dict, cuda: bool, model_dir: Path | None, work: Path) -
     """The recipe as the smoke runs it: SMOKE's changes on a GPU node; rlvr.dryrun's
     sizes (one rank) and a tiny model without CUDA."""
     from rlvr import dryrun
+    from rlvr.config import DATASET_SYSTEM
     from rlvr.methods import parse_recipe
     from rlvr.train_config import TrainParams
 
@@ -89,6 +90,9 @@ def smoke_recipe(recipe: dict, cuda: bool, model_dir: Path | None, work: Path) -
     if not cuda:
         raw["data"].update(copy.deepcopy(CPU_TASK))
         raw["train"]["responses_per_question"] = 8
+        train_prompt = raw.setdefault("prompt", {}).setdefault("train", {}) or {}
+        if train_prompt.get("system") == DATASET_SYSTEM:  # SIREN's: the set's own turn, which arithmetic has not
+            train_prompt["system"] = raw["prompt"].get("system") or ""
     world = parse_recipe(raw).launcher.world
     train = raw.setdefault("train", {})
     train.update(SMOKE)
