@@ -574,7 +574,7 @@ def test_each_method_keeps_its_colour_in_every_figure(tmp_path, repo, monkeypatc
     assert len({next(iter(c)) for c in seen.values()}) == len(seen)  # and no two methods share one
     assert len(drawn["grpo"]) >= 4  # in the scores, training, difficulty and pass@k figures at least
     # and the report says which is which, by name (MLflow's own colours are per browser)
-    from rlvr.report.figures import COLOR_NAMES
+    from rlvr.runs import COLOR_NAMES
 
     md = (tmp_path / "reports/results.md").read_text()
     named = ", ".join(f"{m} {COLOR_NAMES[next(iter(seen[m]))]}" for m in ("base", "grpo", "disco_logl"))
@@ -622,3 +622,13 @@ def test_too_few_rewarded_answers_are_not_flagged(tmp_path, repo):
     md = (tmp_path / "reports/results.md").read_text()
     assert "Possible reward hack" not in md
     assert "| grpo | arithmetic | 1 | 0.00 | 0.00 | 1.00 | 0.00 |  |" in md  # an expression, not copied here
+
+
+def test_mlflow_draws_each_training_in_its_report_colour(repo):
+    """The train stage tags its MLflow run `mlflow.runColor` with the colour the report
+    draws its method in (MLflow 3.17's runs table and charts read that tag)."""
+    from rlvr.params import load_params
+    from rlvr.runs import COLOR_NAMES, run_color
+
+    params = load_params(repo / "params.yaml")  # the report's models: base, grpo, disco_logl, siren
+    assert [COLOR_NAMES[run_color(params, m)] for m in ("grpo", "disco_logl", "siren")] == ["orange", "green", "red"]

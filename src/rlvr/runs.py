@@ -55,3 +55,20 @@ def checkpoint_runs(params) -> list[Run]:
 
 def all_runs(params) -> list[Run]:
     return [Run(BASE), *checkpoint_runs(params), *trained_runs(params)]
+
+
+# Each model's colour in every figure of the report and in MLflow's runs table (the `mlflow.runColor`
+# tag of its training runs): matplotlib's tab10, by its place among the report's models.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
+COLOR_NAMES = dict(zip(PALETTE, ("blue", "orange", "green", "red", "purple", "brown", "pink", "grey", "olive", "cyan")))
+
+
+def method_colors(methods: list[str]) -> dict[str, str]:
+    """One colour per model, in the report's order (base first)."""
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
+
+
+def run_color(params, method: str) -> str:
+    """A method's colour, as the report draws it (the report's models: every run of params)."""
+    return method_colors(list(dict.fromkeys(r.method for r in all_runs(params))))[method]

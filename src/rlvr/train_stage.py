@@ -11,7 +11,7 @@ from rlvr import distributed
 from rlvr.atomic import write_json
 from rlvr.config import Params
 from rlvr.methods import MethodConfig
-from rlvr.runs import Run
+from rlvr.runs import Run, run_color
 from rlvr.tracking import ROW_TAG, NullTracker, Tracker, dataset_input
 from rlvr.stopping import EXIT_CONFIG, EXIT_STOPPED, TrainingAborted, TrainingStopped
 from rlvr.trainer import StaleCheckpoint, Trainer
@@ -25,8 +25,9 @@ def run_training(params: Params, method: MethodConfig, run: Run, init_model: str
     ranks = distributed.ranks_from_env()
     tracked = {"train": dataclasses.asdict(method.train), "objective": dataclasses.asdict(method.objective),
                "prompt": dataclasses.asdict(params.prompt.for_training()), "ranks": params.launcher.world, "seed": run.seed}
+    tags = {**ROW_TAG, "mlflow.runColor": run_color(params, run.method)}  # the report's colour in MLflow too
     tracker = Tracker.for_stage(params, f"train@{run.name}", model=run.method, logged=tracked, start=False,
-                                tags=ROW_TAG) if ranks.main else NullTracker()
+                                tags=tags) if ranks.main else NullTracker()
     tracker.log_dataset(dataset_input(params.data.train_dir / "train.jsonl", "train"))
     trainer = Trainer(params, method, init_model, run.run_dir, run.model_dir, tracker,
                       steps_file=run.train_dir / "steps.csv", fresh_on_change=fresh or "DVC_STAGE" in os.environ)

@@ -13,11 +13,10 @@ from rlvr.atomic import write_json, write_text
 from rlvr.report import sections as tables
 from rlvr.report.audit import audit, audit_section, flag_note
 from rlvr.report.claims import all_claim_rows, claims_summary, claims_table
-from rlvr.report.figures import (COLOR_NAMES, curve_figure, difficulty_figure, method_colors, pass_curve_figure,
-                                 scores_figure)
+from rlvr.report.figures import curve_figure, difficulty_figure, pass_curve_figure, scores_figure
 from rlvr.report.format import csv_cell, html, slug
 from rlvr.report.load import KINDS, MethodResults, load_results
-from rlvr.runs import BASE, Run
+from rlvr.runs import BASE, COLOR_NAMES, Run, method_colors
 
 
 @dataclass

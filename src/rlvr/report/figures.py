@@ -14,16 +14,6 @@ def _plt():
     return plt
 
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf")  # matplotlib's tab10
-COLOR_NAMES = dict(zip(PALETTE, ("blue", "orange", "green", "red", "purple", "brown", "pink", "grey", "olive", "cyan")))
-
-
-def method_colors(methods: list[str]) -> dict[str, str]:
-    """One colour per method for every figure, in the report's order (base first)."""
-    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
-
-
 def _color(colors: dict[str, str], run: str) -> str | None:
     """A run's colour: its method's (`grpo/seed1` is grpo's)."""
     return colors.get(run.split("/seed")[0])
