@@ -111,7 +111,7 @@ def number_answer(text: str) -> tuple[str | None, str]:
     stated = stated_answer(text)
     if stated is None:
         return None, ""
-    return (normalized(stated).replace("−", "-"), stated) if is_number(stated) else (None, stated)
+    return (normalized(stated), stated) if is_number(stated) else (None, stated)
 
 
 def kind_of_rewarded(extracted: str, golds: list[str], question: str) -> str:
