@@ -1,6 +1,6 @@
 """Disk one training run needs, per recipe: `python bench/disk.py [params/*.yaml]`.
 
-Arithmetic from each recipe's model shape (rlvr.memory.KNOWN_SHAPES) and
+Arithmetic from each recipe's model shape (rlvr.tools.model_shapes.KNOWN_SHAPES) and
 train: settings (rlvr.run_files.disk_per_run): the DeepSpeed checkpoint, the
 best-on-validation snapshot, the final model; beside it, what keeping every
 eval_every snapshot in runs/ and in a copying DVC cache took. The base
@@ -12,10 +12,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rlvr.params import load_params
-from rlvr.methods import method_config
-from rlvr.memory import model_shape
 from rlvr.run_files import disk_per_run
+from rlvr.settings.load import load_params
+from rlvr.settings.methods import method_config
+from rlvr.tools.model_shapes import model_shape
 
 GB = 1e9
 

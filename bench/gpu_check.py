@@ -11,17 +11,17 @@ Checks, one JSON line each:
 - env: versions, the device, its memory.
 - objective_step: for every distinct objective setting of params/*.yaml and
   of the registered objectives' examples, the
-  trainer's update (rlvr.update.PolicyUpdate: pi_old pass, loss calls,
+  trainer's update (rlvr.training.update.PolicyUpdate: pi_old pass, loss calls,
   DeepSpeed's optimizer steps; ZeRO-2, bf16 on the GPU) on a tiny Qwen2 with
   the real 152k vocabulary: finite loss, weights moved, time, peak memory.
 - lm_head: the chunked LM head (log-probs) and the checkpointed blocks with
   entropy gradients (SIREN's top-p entropy) at the 1.5B shape, against full
   logits on a slice (largest differences), then at a paper-sized call (time,
-  peak memory against rlvr.memory's estimate).
+  peak memory against rlvr.tools.memory's estimate).
 - loss_call: one forward and backward of the real 1.5B architecture (random
   weights, gradient checkpointing) at the DisCO 1.5B recipe's largest loss
-  call; peak memory against rlvr.memory's estimate.
-- checkpoint: rlvr.checkpoint's round trip with DeepSpeed, the CUDA RNG included.
+  call; peak memory against rlvr.tools.memory's estimate.
+- checkpoint: rlvr.training.checkpoint's round trip with DeepSpeed, the CUDA RNG included.
 - grader_pool: the reward workers started from this CUDA torch process grade
   correctly, with their own address space and limit.
 
@@ -78,7 +78,7 @@ def tiny_qwen2(vocab: int, device, dtype):
 
 
 def synthetic_groups(n_groups: int, n: int, vocab: int, max_len: int, seed: int = 0):
-    from rlvr.rollout_groups import Group
+    from rlvr.rollout.groups import Group
 
     g = torch.Generator().manual_seed(seed)
     out = []
@@ -95,10 +95,10 @@ def recipe_methods() -> dict[str, object]:
     """Every distinct (objective, settings) of the recipes, then of the
     registered objectives' examples (an objective no recipe uses yet), by a
     readable name."""
-    from rlvr.methods import MethodConfig, method_config
     from rlvr.objectives.registry import examples
-    from rlvr.params import load_params
-    from rlvr.train_config import TrainParams
+    from rlvr.settings.load import load_params
+    from rlvr.settings.methods import MethodConfig, method_config
+    from rlvr.settings.train import TrainParams
 
     candidates = [(f"{path.stem}:{name}", method_config(params, name))
                   for path in sorted((ROOT / "params").glob("*.yaml"))
@@ -118,10 +118,9 @@ def check_objective_steps(device, cpu: bool) -> None:
 
     from rlvr.distributed import Ranks
     from rlvr.objectives.registry import objective
-    from rlvr.step_metrics import StepMetrics
-    from rlvr.train_engine import adamw, deepspeed_config
-    from rlvr.step_metrics import PhaseTimer
-    from rlvr.update import PolicyUpdate
+    from rlvr.training.engine import adamw, deepspeed_config
+    from rlvr.training.step_metrics import PhaseTimer, StepMetrics
+    from rlvr.training.update import PolicyUpdate
 
     vocab = 151936
     for label, method in recipe_methods().items():
@@ -163,7 +162,8 @@ def check_objective_steps(device, cpu: bool) -> None:
 
 
 def check_lm_head(device, cpu: bool) -> None:
-    from rlvr import memory, policy
+    from rlvr.tools import memory
+    from rlvr.training import policy
 
     h, vocab = (1536, 151936) if not cpu else (64, 151936)
     dtype = torch.bfloat16 if not cpu else torch.float32
@@ -236,16 +236,17 @@ def check_loss_call(device, cpu: bool, calls=None) -> None:
 def loss_call(device, cpu: bool, recipe: str, name: str) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-    from rlvr import memory
-    from rlvr.params import load_params
-    from rlvr.methods import method_config
     from rlvr.objectives.base import PolicyBatch
     from rlvr.objectives.registry import objective
-    from rlvr.policy import evaluate_tokens, pack
+    from rlvr.settings.load import load_params
+    from rlvr.settings.methods import method_config
+    from rlvr.tools import memory, model_shapes
+    from rlvr.training.packing import pack
+    from rlvr.training.policy import evaluate_tokens
 
     params = load_params(ROOT / "params" / f"{recipe}.yaml")
     method = method_config(params, name)
-    shape = memory.KNOWN_SHAPES[params.model.source]
+    shape = model_shapes.KNOWN_SHAPES[params.model.source]
     t = method.train
     n = memory.loss_call_tokens(method, params) // params.engine.max_model_len  # rows of the widest call
     prompt_len, response_len = params.engine.max_model_len - t.max_response_tokens, t.max_response_tokens
@@ -331,7 +332,8 @@ def check_padding_free(device, cpu: bool) -> None:
     """Padding-free loss calls (train.padding_free) against padded ones on a
     tiny Qwen2 in the attention kernel the trainer would pick: log-probs and
     gradients, unequal lengths; then a 16k-token row's time and memory."""
-    from rlvr.policy import attention_implementation, evaluate_tokens, pack, pack_flat
+    from rlvr.training.policy import evaluate_tokens
+    from rlvr.training.packing import attention_implementation, pack, pack_flat
 
     dtype = torch.bfloat16 if not cpu else torch.float32
     attention = attention_implementation(True) or "sdpa"
@@ -366,10 +368,10 @@ def check_padding_free(device, cpu: bool) -> None:
 def check_checkpoint(device, cpu: bool) -> None:
     import deepspeed
 
-    from rlvr import checkpoint
-    from rlvr.train_config import TrainParams
     from rlvr.distributed import Ranks
-    from rlvr.train_engine import adamw, deepspeed_config
+    from rlvr.settings.train import TrainParams
+    from rlvr.training import checkpoint
+    from rlvr.training.engine import adamw, deepspeed_config
 
     t = TrainParams(bf16=not cpu, zero_stage=0 if cpu else 2, lr=1e-3)
     model = tiny_qwen2(1000, device, torch.bfloat16 if t.bf16 else torch.float32)

@@ -30,7 +30,7 @@ MODEL = "models/base"
 
 
 def cpu_flags() -> str:
-    from rlvr.hardware import cpu_flags as flags
+    from rlvr.settings.hardware import cpu_flags as flags
 
     wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
     have = flags()
@@ -48,11 +48,11 @@ def main() -> int:
     ap.add_argument("--method", default="grpo")
     args = ap.parse_args()
 
-    from rlvr.params import load_params
-    from rlvr.methods import method_config
-    from rlvr.rollout_engine import RolloutEngine
-    from rlvr.step_metrics import PhaseTimer
-    from rlvr.trainer import Trainer
+    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.settings.load import load_params
+    from rlvr.settings.methods import method_config
+    from rlvr.training.step_metrics import PhaseTimer
+    from rlvr.training.trainer import Trainer
 
     params = load_params(ROOT / "params.yaml")
     base = method_config(params, args.method)

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import torch
 
-from rlvr.methods import MethodConfig, method_config
-from rlvr.params import load_params
 from rlvr.data.prompts import build_prompt
 from rlvr.data.records import read_records
+from rlvr.settings.load import load_params
+from rlvr.settings.methods import MethodConfig, method_config
 
 MODEL = "models/base"
 
@@ -64,7 +64,7 @@ def questions(count: int, tokenizer) -> list[tuple[str, list[str]]]:
 
 def _vllm_engine_and_prompts(rounds: int):
     """A started, warmed-up engine and the prompts of `rounds` batches."""
-    from rlvr.rollout_engine import RolloutEngine
+    from rlvr.rollout.engine import RolloutEngine
 
     work, _ = default_work()
     t0 = time.perf_counter()
@@ -177,7 +177,7 @@ def _method(method: str, **train_overrides) -> MethodConfig:
 
 
 def _project_run(mc: MethodConfig, engine, tmp: Path) -> list[dict]:
-    from rlvr.trainer import Trainer
+    from rlvr.training.trainer import Trainer
 
     # No checkpoint inside the measured steps: the last one is written after them.
     mc = dataclasses.replace(mc, train=dataclasses.replace(mc.train, checkpoint_every=10**6))
@@ -202,7 +202,7 @@ def step_summary(rows: list[dict]) -> dict:
 
 def project_step(method: str = "grpo", steps: int = 2) -> dict:
     """The project's RL step: vLLM rollout, verifier, old log-probs, DeepSpeed update, weight push."""
-    from rlvr.rollout_engine import RolloutEngine
+    from rlvr.rollout.engine import RolloutEngine
 
     params = load_params()
     mc = _method(method, steps=steps)
@@ -214,7 +214,7 @@ def project_step(method: str = "grpo", steps: int = 2) -> dict:
 
 def project_scaling(steps: int = 1, ns=(4, 8, 16), lengths=(64, 128, 256)) -> dict:
     """Step time as n and the max response length grow (one engine for all)."""
-    from rlvr.rollout_engine import RolloutEngine
+    from rlvr.rollout.engine import RolloutEngine
 
     params = load_params()
     work, _ = default_work()

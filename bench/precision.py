@@ -30,10 +30,10 @@ import numpy as np
 
 def train_and_eval(precision: str, seed: int, steps: int, method: str, work: Path) -> dict:
     """Child process: train one run, evaluate it in fp32; returns the summary."""
-    from rlvr.params import load_params
-    from rlvr.methods import method_config
-    from rlvr.evaluation import run_evaluation
-    from rlvr.trainer import Trainer
+    from rlvr.evaluation.evaluator import run_evaluation
+    from rlvr.settings.load import load_params
+    from rlvr.settings.methods import method_config
+    from rlvr.training.trainer import Trainer
 
     params = load_params()
     params.model.dtype = "bfloat16" if precision == "bf16" else "float32"
@@ -138,7 +138,7 @@ def main() -> None:
                 runs.append(json.loads((work / "result.json").read_text()))
                 print(f"[precision] {precision} {steps} steps, seed {seed}: avg {runs[-1]['avg']:.3f}, "
                       f"step {runs[-1]['mean_step_s']:.1f} s", flush=True)
-    from rlvr.hardware import cpu_flags, has_fast_bf16
+    from rlvr.settings.hardware import cpu_flags, has_fast_bf16
 
     s = summarize(runs)
     s["machine"] = (f"{'bf16 units' if has_fast_bf16() else 'AVX2-only (no bf16 units)'}; flags "

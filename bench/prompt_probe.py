@@ -37,12 +37,12 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "reports" / "prompt_probe.md"))
     args = ap.parse_args()
 
-    from rlvr.config import PromptParams
     from rlvr.data.arithmetic import generate
     from rlvr.data.prompts import prompt_token_ids
     from rlvr.grading.grades import OK
     from rlvr.grading.pool import Verifier, grading_job
-    from rlvr.rollout_engine import RolloutEngine
+    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.settings.sections import PromptParams
 
     levels = [int(x) for x in args.levels.split(",")]
     _, test = generate(levels, 0, args.per_level, seed=99)  # a seed of its own: the default's test split stays unseen

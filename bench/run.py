@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import platform
+import re
 import resource
 import shutil
 import subprocess
@@ -117,7 +117,7 @@ def context() -> dict:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             pass
-    from rlvr.hardware import BF16_CPU_FLAGS, cpu_flags
+    from rlvr.settings.hardware import BF16_CPU_FLAGS, cpu_flags
 
     flags = cpu_flags()
     simd = sorted(flags & (BF16_CPU_FLAGS | {"avx2", "avx512f", "amx_tile"}))
@@ -128,7 +128,7 @@ def context() -> dict:
 
 
 def check_inputs(parts: list[str]) -> None:
-    from rlvr.params import load_params
+    from rlvr.settings.load import load_params
 
     missing = [p for p in ("models/base/config.json", load_params().data.train_dir / "train.jsonl")
                if not Path(p).exists()]

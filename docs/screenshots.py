@@ -5,7 +5,7 @@ Chromium with a fresh profile, Debian's package `chromium`).
 
 Starts `mlflow ui` on localhost against the repository's store, then saves,
 each from a fresh browser profile (what a first visit sees):
-docs/mlflow_runs.png (the runs table at the URL `python -m rlvr.ui`
+docs/mlflow_runs.png (the runs table at the URL `rlvr ui`
 prints: the model-training view, one row per training), docs/mlflow_train_metrics.png
 (a training run's first screen of charts), docs/mlflow_compare.png (the chart
 view: every training's per-step curves) and docs/report.png (the first screen
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from rlvr.params import load_params
-from rlvr.tracking import experiment_tags, runs_url, view_of
+from rlvr.settings.load import load_params
+from rlvr.tracking.views import experiment_tags, runs_url, view_of
 
 PORT = 5055
 HERE = Path(__file__).resolve().parent
@@ -55,7 +55,7 @@ def main() -> None:
         client = MlflowClient(uri)
         exp = client.get_experiment_by_name("rlvr")
         for key, value in experiment_tags(*view_of(load_params(ROOT / "params.yaml"))).items():
-            client.set_experiment_tag(exp.experiment_id, key, value)  # as `python -m rlvr.ui` does
+            client.set_experiment_tag(exp.experiment_id, key, value)  # as `rlvr ui` does
         train = client.search_runs([exp.experiment_id], "tags.table = 'model'", max_results=1,
                                    order_by=["attributes.start_time DESC"])[0].info.run_id
         shoot(runs_url(exp.experiment_id, PORT), HERE / "mlflow_runs.png", width=1900)

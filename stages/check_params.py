@@ -1,7 +1,7 @@
-"""DVC stage: every rule of params.yaml at once, before any stage removes its outputs (rlvr.preflight)."""
+"""DVC stage: every rule of params.yaml at once, before any stage removes its outputs (rlvr.tools.preflight)."""
 
 from rlvr.cli import exit_on_config_error
-from rlvr.preflight import check_recipe, write_checked
+from rlvr.tools.preflight import check_recipe, write_checked
 
 if __name__ == "__main__":
     with exit_on_config_error():

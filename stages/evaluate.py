@@ -3,10 +3,11 @@
 
 import argparse
 
-from rlvr.cli import exit_on_config_error, params_or_exit, stage_timer
-from rlvr.evaluation import evaluate_stage
-from rlvr.launch import relaunch
+from rlvr.cli import exit_on_config_error, stage_timer
+from rlvr.evaluation.evaluator import evaluate_stage
 from rlvr.runs import BASE, Run
+from rlvr.settings.load import params_or_exit
+from rlvr.training.launch import relaunch
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)

@@ -3,8 +3,9 @@
 from pathlib import Path
 
 from rlvr.atomic import write_json
-from rlvr.cli import params_or_exit, stage_timer
-from rlvr.grader_agreement import agreement
+from rlvr.cli import stage_timer
+from rlvr.grading.agreement import agreement
+from rlvr.settings.load import params_or_exit
 
 if __name__ == "__main__":
     params = params_or_exit()

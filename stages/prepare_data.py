@@ -2,9 +2,11 @@
 
 import dataclasses
 
-from rlvr.cli import params_or_exit, stage_timer
+from rlvr.cli import stage_timer
 from rlvr.data.prepare import prepare
-from rlvr.tracking import Tracker, dataset_input
+from rlvr.settings.load import params_or_exit
+from rlvr.tracking.provenance import dataset_input
+from rlvr.tracking.tracker import Tracker
 
 
 def prompt_tokenizer(params):

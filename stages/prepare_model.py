@@ -2,9 +2,10 @@
 
 import dataclasses
 
-from rlvr.cli import params_or_exit, stage_timer
+from rlvr.cli import stage_timer
 from rlvr.model import materialize
-from rlvr.tracking import Tracker
+from rlvr.settings.load import params_or_exit
+from rlvr.tracking.tracker import Tracker
 
 if __name__ == "__main__":
     params = params_or_exit()

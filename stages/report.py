@@ -2,10 +2,11 @@
 
 from pathlib import Path
 
-from rlvr.cli import params_or_exit, stage_timer
+from rlvr.cli import stage_timer
 from rlvr.report import build_report
 from rlvr.runs import all_runs
-from rlvr.tracking import Tracker
+from rlvr.settings.load import params_or_exit
+from rlvr.tracking.tracker import Tracker
 
 if __name__ == "__main__":
     params = params_or_exit()

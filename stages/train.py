@@ -3,12 +3,13 @@
 import argparse
 import dataclasses
 
-from rlvr.cli import exit_on_config_error, params_or_exit, stage_timer
-from rlvr.launch import relaunch
-from rlvr.memory import check_this_gpu
-from rlvr.methods import check_methods, method_config
+from rlvr.cli import exit_on_config_error, stage_timer
 from rlvr.runs import Run
-from rlvr.train_stage import run_training
+from rlvr.settings.load import params_or_exit
+from rlvr.settings.methods import check_methods, method_config
+from rlvr.tools.memory import check_this_gpu
+from rlvr.training.launch import relaunch
+from rlvr.training.stage import run_training
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)

@@ -1,9 +1,7 @@
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO
-
 
 E2E = Path(__file__).parent / "e2e"
 

@@ -165,7 +165,7 @@ def audit_model():
 
 
 def groups(n_groups=4, n=4, seed=0):
-    from rlvr.rollout_groups import Group
+    from rlvr.rollout.groups import Group
 
     g = torch.Generator().manual_seed(seed)
     out = []
@@ -182,8 +182,8 @@ def update_for(model, hp, ref_model=None, **train):
     """The trainer's update of objective settings `hp` on `model`, on the `meta` device."""
     from rlvr.distributed import Ranks
     from rlvr.objectives.registry import objective
-    from rlvr.train_config import TrainParams
-    from rlvr.update import PolicyUpdate
+    from rlvr.settings.train import TrainParams
+    from rlvr.training.update import PolicyUpdate
 
     t = TrainParams(questions_per_step=4, responses_per_question=4, mini_batch_questions=2, micro_batch_questions=1,
                     max_response_tokens=8, **train)
@@ -196,7 +196,7 @@ def update_for(model, hp, ref_model=None, **train):
 # What may read a device value besides the non-finite-loss guard: the top-p probe of the
 # measured entropy (a data-dependent sort width), SIREN's anchor on its first step, KL-Cov's
 # and Clip-Cov's token budgets (official: a count of the batch's tokens).
-ALLOWED_SYNCS = {"update.py:_loss_call", "policy.py:topp_entropy", "siren.py:anchor_value", "kl_cov.py:kl_cov",
+ALLOWED_SYNCS = {"update.py:_loss_call", "entropy.py:topp_entropy", "siren.py:anchor_value", "kl_cov.py:kl_cov",
                  "clip_cov.py:clip_cov"}
 
 
@@ -205,8 +205,7 @@ def audited_update(model, hp, layout: str) -> None:
     on the device, with whole-group calls ("groups") or token-budget bins
     ("token_bins"): no op mixes host and device tensors, and no host sync per
     loss call beyond the non-finite-loss guard and ALLOWED_SYNCS."""
-    from rlvr.step_metrics import StepMetrics
-    from rlvr.step_metrics import PhaseTimer
+    from rlvr.training.step_metrics import PhaseTimer, StepMetrics
 
     whole = hp.needs().whole_groups  # a bin holds a whole group (4 responses of 16 tokens)
     budget = {"max_tokens_per_call": 4 * 16 if whole else 30} if layout == "token_bins" else {}

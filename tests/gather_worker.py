@@ -9,11 +9,11 @@ import os
 import sys
 
 import torch
+from helpers import mini_batch, needed_only
 
 from rlvr import distributed
 from rlvr.objectives.base import MiniBatchTotals
 from rlvr.objectives.registry import examples, objective
-from helpers import mini_batch, needed_only
 
 
 def main(out: str) -> None:

@@ -6,8 +6,16 @@ question, math-verify read "7 + 1" and graded it 8, and RL learned to restate.
 
 import pytest
 
-from rlvr.grading.answer_forms import (NUMBER, form_of, has_operator, is_number, kind_of_rewarded, number_answer,
-                                       restates, stated_answer)
+from rlvr.grading.answer_forms import (
+    NUMBER,
+    form_of,
+    has_operator,
+    is_number,
+    kind_of_rewarded,
+    number_answer,
+    restates,
+    stated_answer,
+)
 from rlvr.grading.graders import GROUP_GRADERS, grade_with
 from rlvr.grading.grades import NO_ANSWER, NOT_A_NUMBER, OK, RESTATED
 

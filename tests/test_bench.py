@@ -4,7 +4,6 @@ import sys
 
 import pytest
 import torch
-
 from helpers import REPO
 
 sys.path.insert(0, str(REPO / "bench"))

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from rlvr import checkpoint
+from rlvr.training import checkpoint
 
 
 class FileEngine:
@@ -54,7 +54,7 @@ def test_sigkill_during_checkpoint_write(tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(textwrap.dedent(f"""
         import os, sys, time
-        from rlvr import checkpoint
+        from rlvr.training import checkpoint
         class Slow:
             def save_checkpoint(self, d, tag):
                 os.makedirs(os.path.join(d, tag))
@@ -100,8 +100,8 @@ def test_disk_per_run_by_hand():
     adds a checkpoint and a waiting snapshot (34 GB). Keeping the snapshots of steps
     10 and 20 and the final model, each in runs/ or models/ and once more in a
     copying cache: 14 + 2 x 2 x 3 = 26 GB."""
-    from rlvr.train_config import TrainParams
     from rlvr.run_files import disk_per_run
+    from rlvr.settings.train import TrainParams
 
     d = disk_per_run(10**9, TrainParams(steps=30, eval_every=10, bf16=True))
     assert {k: v / 1e9 for k, v in d.items()} == {"model": 2, "checkpoint": 14, "steady": 18, "peak": 34,

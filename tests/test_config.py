@@ -5,8 +5,8 @@ import pytest
 import yaml
 
 from rlvr.schema import ConfigError
-from rlvr.methods import load_recipe, parse_recipe
-from rlvr.params import resolve_auto
+from rlvr.settings.load import resolve_auto
+from rlvr.settings.methods import load_recipe, parse_recipe
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_missing_file(tmp_path):
 
 
 def test_cpu_flags_parse_the_flags_line():
-    from rlvr.hardware import cpu_flags
+    from rlvr.settings.hardware import cpu_flags
 
     info = "processor\t: 0\nmodel name\t: X\nflags\t\t: fpu avx2 avx512_bf16\n"
     assert cpu_flags(info) == {"fpu", "avx2", "avx512_bf16"}
@@ -79,7 +79,7 @@ def test_cpu_flags_parse_the_flags_line():
 
 
 def test_onednn_isa_cap_decides_whether_bf16_units_count():
-    from rlvr.hardware import isa_allows_bf16
+    from rlvr.settings.hardware import isa_allows_bf16
 
     assert isa_allows_bf16(None) and isa_allows_bf16("")
     assert not isa_allows_bf16("AVX2") and not isa_allows_bf16("avx512_core_vnni")  # AVX-512 without bf16
@@ -90,7 +90,7 @@ def test_onednn_isa_cap_decides_whether_bf16_units_count():
 
 @pytest.mark.parametrize("fast, dtype", [(True, "bfloat16"), (False, "float32")])
 def test_auto_precision_follows_the_hardware(monkeypatch, fast, dtype):
-    import rlvr.hardware as hw
+    import rlvr.settings.hardware as hw
 
     monkeypatch.setattr(hw, "has_fast_bf16", lambda: fast)
     raw = {"model": {"dtype": "auto"}, "train": {"bf16": "auto"}}
@@ -108,7 +108,7 @@ RECIPES = sorted((Path(__file__).resolve().parents[1] / "params").glob("*.yaml")
 @pytest.mark.parametrize("ranks", [1, 8])
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
 def test_every_recipe_validates_on_one_gpu_and_one_node(recipe, ranks):
-    from rlvr.methods import method_config
+    from rlvr.settings.methods import method_config
 
     raw = yaml.safe_load(recipe.read_text())
     raw["launcher"].update({"procs_per_node": ranks, "nodes": 1, "kind": "deepspeed" if ranks > 1 else "python"})
@@ -119,7 +119,7 @@ def test_every_recipe_validates_on_one_gpu_and_one_node(recipe, ranks):
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
 def test_every_recipe_validates_on_two_nodes(recipe, tmp_path):
-    from rlvr.methods import method_config
+    from rlvr.settings.methods import method_config
 
     raw = yaml.safe_load(recipe.read_text())
     hostfile = tmp_path / "hostfile"
@@ -188,7 +188,7 @@ def test_checkpoints_and_ablations_name_what_they_refer_to(raw):
 
 
 def test_a_checkpoint_hub_id_offline_is_a_clear_error(raw, monkeypatch):
-    from rlvr.evaluation import model_source
+    from rlvr.evaluation.evaluator import model_source
     from rlvr.runs import Run
 
     raw["checkpoints"] = {"released": "org/not-here"}

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from rlvr.data import arithmetic, sources
-from rlvr.config import PromptParams
 from rlvr.data.prompts import build_prompt
 from rlvr.data.records import DataError, EmptyDatasetError, Record, first_problems, read_records, write_jsonl
+from rlvr.settings.sections import PromptParams
 
 
 def test_generator_is_deterministic():
@@ -169,7 +169,7 @@ def test_prompt_template_is_a_param(base_model):
 
 
 def test_prompt_template_errors():
-    from rlvr.params import parse_params
+    from rlvr.settings.load import parse_params
 
     with pytest.raises(Exception, match="prompt.user' must contain {problem} exactly once"):
         parse_params({"prompt": {"user": "no placeholder"}})

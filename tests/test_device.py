@@ -6,12 +6,12 @@ objective's whole update is audited by tests/test_objective_contract.py."""
 
 import pytest
 import torch
-
 from device_audit import DeviceAudit, groups, update_for
+
 from rlvr.objectives.registry import settings
-from rlvr.policy import evaluate_tokens, pack
-from rlvr.step_metrics import StepMetrics
-from rlvr.step_metrics import PhaseTimer
+from rlvr.training.packing import pack
+from rlvr.training.policy import evaluate_tokens
+from rlvr.training.step_metrics import PhaseTimer, StepMetrics
 
 
 def test_the_audit_flags_a_batch_left_on_the_host(device_model):

@@ -1,10 +1,10 @@
 """The numbers the README and docs show from the code and reports/ are what
-those sources give now (rlvr.doc_blocks; `python -m rlvr.doc_blocks` rewrites them)."""
+those sources give now (rlvr.tools.doc_blocks; `rlvr doc-blocks` rewrites them)."""
 
 import pytest
-
 from helpers import REPO
-from rlvr import doc_blocks
+
+from rlvr.tools import doc_blocks
 
 
 @pytest.mark.parametrize("name", doc_blocks.FILES)
@@ -12,7 +12,7 @@ def test_every_generated_block_is_current(name):
     found = doc_blocks.blocks((REPO / name).read_text())
     assert found, f"{name} has no generated block"
     for block, now, source in found:
-        assert now == source, f"{name}: block {block} is stale; run python -m rlvr.doc_blocks"
+        assert now == source, f"{name}: block {block} is stale; run rlvr doc-blocks"
 
 
 def test_every_generator_is_used_and_a_stale_block_is_seen():
@@ -38,7 +38,7 @@ def test_the_readmes_exp_show_drops_every_hash_column():
 
     cmd = _exp_show_command()
     drop = re.compile(cmd[cmd.index("--drop") + 1])
-    for hashed in ("data/prepared/train", "models/base", "src/rlvr/trainer.py", "stages/train.py"):
+    for hashed in ("data/prepared/train", "models/base", "src/rlvr/training/trainer.py", "stages/train.py"):
         assert drop.match(hashed), hashed
     for kept in ("avg@2.grpo", "avg@2.disco_logl", "train.lr", "methods.disco_logl.tau"):
         assert not drop.match(kept), kept

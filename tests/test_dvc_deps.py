@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from helpers import REPO
 
 SRC = REPO / "src"
@@ -123,8 +122,8 @@ def test_a_removed_dep_is_caught():
 
 def test_an_extra_dep_is_caught():
     dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
-    dvc["stages"]["report"]["deps"].append("src/rlvr/trainer.py")
-    assert "report depends on code it never runs: ['src/rlvr/trainer.py']" in dep_problems(dvc)
+    dvc["stages"]["report"]["deps"].append("src/rlvr/training/trainer.py")
+    assert "report depends on code it never runs: ['src/rlvr/training/trainer.py']" in dep_problems(dvc)
 
 
 @pytest.mark.parametrize("stage", ["prepare_data", "prepare_model", "report"])
@@ -151,9 +150,9 @@ def test_layers_have_no_back_edges():
     needs reaches them as values (ObjectiveParams.needs)."""
     rlvr = SRC / "rlvr"
     assert closure(rlvr / "schema.py") == set()
-    assert closure(rlvr / "config.py") == {rlvr / "__init__.py", rlvr / "schema.py"}
-    for component in ("policy.py", "rollout_engine.py", "rollout_groups.py", "loss_calls.py", "params.py",
-                      "evaluation.py"):
+    assert closure(rlvr / "settings" / "sections.py") == {rlvr / "__init__.py", rlvr / "schema.py"}
+    for component in ("training/policy.py", "rollout/engine.py", "rollout/groups.py", "training/loss_calls.py",
+                      "settings/load.py", "evaluation/evaluator.py"):
         assert not {f for f in closure(rlvr / component) if "objectives" in f.parts}, component
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from rlvr.eval_metrics import mean_over, pass_at_k, pass_ks, summarize
+from rlvr.evaluation.metrics import mean_over, pass_at_k, pass_ks, summarize
 
 
 def test_pass_at_k_hand_values():

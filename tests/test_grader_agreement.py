@@ -6,8 +6,9 @@ from collections import Counter
 from fractions import Fraction
 
 from helpers import REPO
+
 from rlvr.data.records import Record, write_jsonl
-from rlvr.grader_agreement import KINDS, THINK, compare, run_samples, synthetic_endings
+from rlvr.grading.agreement import KINDS, THINK, compare, run_samples, synthetic_endings
 from rlvr.report.sections import agreement_section
 
 

@@ -10,8 +10,8 @@ import textwrap
 import time
 
 import pytest
-
 from helpers import REPO
+
 from rlvr.grading.grades import TIMEOUT, TOO_LONG
 from rlvr.grading.math_verify_grader import MAX_ANSWER_CHARS, grade_group
 from rlvr.grading.pool import GraderUnavailable, GradingFailed, Verifier
@@ -32,7 +32,7 @@ def test_grading_survives_a_caller_that_mapped_gigabytes(tmp_path):
 
         if __name__ == "__main__":
             from rlvr.grading.pool import Verifier
-            from rlvr.params import parse_params
+            from rlvr.settings.load import parse_params
 
             with Verifier.from_params(parse_params({})) as v:
                 v.group_timeout_s = 20

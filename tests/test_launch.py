@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from rlvr.launch import forwarded_env, write_env_file
+from rlvr.training.launch import forwarded_env, write_env_file
 
 
 def test_forwarded_env_keeps_what_the_ranks_need_and_the_users_own_file(tmp_path):
@@ -53,8 +53,8 @@ JOIN = "from rlvr import distributed; r = distributed.init(); print('joined', r.
 ENGINE = """
 import sys, torch
 from transformers import LlamaConfig, LlamaForCausalLM
-from rlvr.train_config import TrainParams
-from rlvr.train_engine import policy_engines
+from rlvr.settings.train import TrainParams
+from rlvr.training.engine import policy_engines
 LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                              num_attention_heads=2, num_key_value_heads=1)).save_pretrained(sys.argv[1])
 t = TrainParams(lr=1e-3, zero_stage=0, bf16=False)

@@ -1,10 +1,10 @@
-"""rlvr.loss_calls: cutting a rank's share of a mini-batch into loss calls."""
+"""rlvr.training.loss_calls: cutting a rank's share of a mini-batch into loss calls."""
 
 import pytest
 
-from rlvr.train_config import TrainParams
-from rlvr.rollout_groups import Group
-from rlvr.loss_calls import fill_bins, padded_tokens, plan_calls, rows_of, split_to
+from rlvr.rollout.groups import Group
+from rlvr.settings.train import TrainParams
+from rlvr.training.loss_calls import fill_bins, padded_tokens, plan_calls, rows_of, split_to
 
 
 def group(prompt_len: int, lengths: list[int]) -> Group:

@@ -1,14 +1,14 @@
-"""rlvr.memory: the per-GPU budget, against hand arithmetic and the recipes."""
+"""rlvr.tools.memory: the per-GPU budget, against hand arithmetic and the recipes."""
 
 import dataclasses
 
 import pytest
-
 from helpers import REPO
-from rlvr import memory
+
 from rlvr.schema import ConfigError
-from rlvr.params import load_params
-from rlvr.methods import method_config
+from rlvr.settings.load import load_params
+from rlvr.settings.methods import method_config
+from rlvr.tools import memory, model_shapes
 
 GIB = 1 << 30
 RECIPES = sorted((REPO / "params").glob("*.yaml"))
@@ -17,7 +17,7 @@ RECIPES = sorted((REPO / "params").glob("*.yaml"))
 def test_parameter_counts_match_the_published_sizes():
     """1.78B (R1-Distill-Qwen-1.5B, untied), 1.54B (Qwen2.5-Math-1.5B, tied),
     7.62B (Qwen2-7B family), 8.03B (Llama-3.1-8B)."""
-    shapes = memory.KNOWN_SHAPES
+    shapes = model_shapes.KNOWN_SHAPES
     assert shapes["deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"].params / 1e9 == pytest.approx(1.777, abs=0.005)
     assert shapes["Qwen/Qwen2.5-Math-1.5B"].params / 1e9 == pytest.approx(1.544, abs=0.005)
     assert shapes["Qwen/Qwen2.5-Math-7B"].params / 1e9 == pytest.approx(7.616, abs=0.01)
@@ -28,7 +28,7 @@ def test_resident_state_by_hand():
     """1.5B in bf16, ZeRO-2 over 8 ranks: weights 2P, optimizer 12P/8, fp32 gradient partition 4P/8."""
     params = load_params(REPO / "params" / "disco_1.5b.yaml")
     method = method_config(params, "grpo")
-    shape = memory.KNOWN_SHAPES[params.model.source]
+    shape = model_shapes.KNOWN_SHAPES[params.model.source]
     est = memory.budget(params, method, shape, 80 * GIB)
     p = shape.params
     assert est["resident"]["weights"] == 2 * p
@@ -43,7 +43,7 @@ def test_resident_state_by_hand():
 def test_more_tokens_per_call_need_more_memory_and_the_error_names_the_setting():
     params = load_params(REPO / "params" / "disco_1.5b.yaml")
     method = method_config(params, "grpo")
-    shape = memory.KNOWN_SHAPES[params.model.source]
+    shape = model_shapes.KNOWN_SHAPES[params.model.source]
     small = memory.budget(params, method, shape, 80 * GIB)
     method.train.sequences_per_call, method.train.max_tokens_per_call = 0, 4 * 73_728
     large = memory.budget(params, method, shape, 80 * GIB)
@@ -121,7 +121,7 @@ def test_a_known_hub_model_wins_over_a_prepared_model_of_another_source(tmp_path
     (tmp_path / "config.json").write_text(
         '{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,'
         ' "intermediate_size": 128, "vocab_size": 1000, "tie_word_embeddings": true, "model_type": "llama"}')
-    assert memory.model_shape(params) == memory.KNOWN_SHAPES["deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"]
+    assert memory.model_shape(params) == model_shapes.KNOWN_SHAPES["deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"]
 
 
 def test_several_ranks_count_two_nccl_communicators_and_float32_buckets():

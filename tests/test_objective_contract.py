@@ -25,9 +25,9 @@ import dataclasses
 
 import pytest
 import torch
-
 from device_audit import audited_update
-from helpers import N, N_GROUPS, mini_batch, needed_only
+from helpers import N_GROUPS, N, mini_batch, needed_only
+
 from rlvr.objectives.base import LossOutput, MiniBatchTotals, Needs, PolicyBatch
 from rlvr.objectives.policy_term import PolicyTermParams, policy_term
 from rlvr.objectives.registry import examples, objective, register, unregister

@@ -10,9 +10,9 @@ from rlvr.objectives.base import MiniBatchTotals, PolicyBatch, policy_kl, seq_me
 from rlvr.objectives.disco import scores
 from rlvr.objectives.registry import objective, settings
 from rlvr.objectives.siren import aggregate, anchor_value, peak_entropy_mask
-from rlvr.policy import topp_entropy
-from rlvr.rollout_groups import overlong_penalty
-from rlvr.train_config import TrainParams
+from rlvr.rollout.groups import overlong_penalty
+from rlvr.settings.train import TrainParams
+from rlvr.training.entropy import topp_entropy
 
 A = 1 / math.sqrt(2)  # |advantage| of rewards [1, 0] with the sample std
 
@@ -334,7 +334,7 @@ def test_siren_policy_term_is_seq_mean_token_sum_norm():
 
 def test_dapo_reward_is_plus_minus_one_and_the_filter_reads_accuracy():
     from rlvr.data.records import Record
-    from rlvr.rollout_groups import Group, shaped_rewards
+    from rlvr.rollout.groups import Group, shaped_rewards
 
     dapo = TrainParams(incorrect_reward=-1.0, overlong_buffer=4, max_response_tokens=8)
     # lengths 5 and 8 of max 8 (buffer 4 from 4): penalties -0.25 and -1
@@ -349,7 +349,7 @@ def test_dapo_reward_is_plus_minus_one_and_the_filter_reads_accuracy():
 
 
 def test_warmup_is_linear_over_rollout_steps_and_starts_at_zero():
-    from rlvr.train_engine import warmup_lr
+    from rlvr.training.engine import warmup_lr
 
     assert [warmup_lr(s, 1e-6, 5) for s in range(7)] == pytest.approx([0, 2e-7, 4e-7, 6e-7, 8e-7, 1e-6, 1e-6])
     assert warmup_lr(0, 1e-6, 0) == 1e-6
@@ -392,7 +392,7 @@ def test_the_registry_refuses_what_it_cannot_run():
 
 def test_an_objectives_own_checks_and_unknown_names_are_config_errors():
     from rlvr.schema import ConfigError
-    from rlvr.methods import parse_recipe
+    from rlvr.settings.methods import parse_recipe
 
     raw = {"methods": {"a": {"objective": "disco", "form": "droo", "tau": -1.0},
                        "b": {"objective": "grpoo"},

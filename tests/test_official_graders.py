@@ -3,13 +3,13 @@ code decides, and where they part from ours."""
 
 import pytest
 
-from rlvr.schema import ConfigError
 from rlvr.grading.deepscaler import deepscaler_group, grade_mathd, grade_sympy, last_boxed
-from rlvr.grading.siren import siren_eval_group, siren_reward_group
-from rlvr.params import parse_params
 from rlvr.grading.grades import NO_ANSWER, OK
 from rlvr.grading.math_verify_grader import grade_group
 from rlvr.grading.pool import Verifier
+from rlvr.grading.siren import siren_eval_group, siren_reward_group
+from rlvr.schema import ConfigError
+from rlvr.settings.load import parse_params
 
 
 def deepscaler(gold, response, answer_after="</think>"):

@@ -5,7 +5,10 @@ import math
 import pytest
 import torch
 
-from rlvr.policy import CHUNK_ROWS, evaluate_tokens, full_entropy, pack, pack_flat, token_logprobs
+from rlvr.training.entropy import full_entropy
+from rlvr.training.logit_blocks import CHUNK_ROWS
+from rlvr.training.packing import pack, pack_flat
+from rlvr.training.policy import evaluate_tokens, token_logprobs
 
 
 def test_pack_layout_left_pads_prompts_and_right_pads_responses():
@@ -168,7 +171,7 @@ def test_chunked_lm_head_matches_the_plain_one(model, monkeypatch):
     """Above CHUNKED_ABOVE logits the LM head runs in row blocks, recomputed in
     backward: same log-probs, measured entropies and gradients (tied embeddings
     included) as the plain head that keeps all logits."""
-    import rlvr.policy as policy
+    import rlvr.training.policy as policy
 
     g = torch.Generator().manual_seed(1)
     prompts = [[5, 6, 7]] * 3 + [[8, 9]] * 3
@@ -198,7 +201,7 @@ def test_chunked_head_with_entropy_gradients_matches_full_logits(model, monkeypa
     """SIREN and the entropy bonuses differentiate an entropy: above
     CHUNKED_ABOVE that runs in checkpointed row blocks (no [tokens, vocabulary]
     float32 tensor), with the same values and gradients as the full logits."""
-    import rlvr.policy as policy
+    import rlvr.training.policy as policy
 
     g = torch.Generator().manual_seed(2)
     prompts = [[5, 6, 7]] * 2 + [[8, 9]] * 2

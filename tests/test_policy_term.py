@@ -68,7 +68,7 @@ def test_a_sequence_ratio_is_one_value_per_response_with_each_tokens_gradient():
 
 
 def test_the_gspo_recipe_is_a_params_entry_and_the_parts_are_checked():
-    from rlvr.methods import parse_recipe
+    from rlvr.settings.methods import parse_recipe
 
     params = parse_recipe({"methods": {"gspo": {"objective": "grpo", "ratio": "sequence", "clip_low": 3e-4,
                                                 "clip_high": 4e-4}}})

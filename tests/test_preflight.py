@@ -7,10 +7,10 @@ import time
 
 import pytest
 import yaml
-
 from helpers import REPO, clean_env
-from rlvr.preflight import check_recipe, source_problem
+
 from rlvr.schema import ConfigError
+from rlvr.tools.preflight import check_recipe, source_problem
 
 # Eleven problems a user could plant at once: (where, the path into params.yaml, the bad value, what the
 # report must say about it).
@@ -90,8 +90,8 @@ def test_model_sources_resolve_here(tmp_path, monkeypatch, tiny_model):
 
 
 def test_on_a_gpu_node_a_method_that_cannot_fit_is_a_problem_before_any_stage(tmp_path, monkeypatch):
-    """rlvr.memory's check per method (a no-op without CUDA, so stood in for here by its error)."""
-    from rlvr import memory
+    """rlvr.tools.memory's check per method (a no-op without CUDA, so stood in for here by its error)."""
+    from rlvr.tools import memory
 
     def too_big(params, method):
         if method == "grpo":

@@ -7,14 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr.config import PromptParams, TrainPromptParams
-
-from rlvr.schema import ConfigError
 from rlvr.data import sources
 from rlvr.data.prepare import drop_long_prompts
 from rlvr.data.prompts import build_prompt, prompt_token_ids
 from rlvr.data.records import read_jsonl
-from rlvr.params import parse_params
+from rlvr.schema import ConfigError
+from rlvr.settings.load import parse_params
+from rlvr.settings.sections import PromptParams, TrainPromptParams
 
 REPO = Path(__file__).resolve().parents[1]
 HUB = REPO / "data" / "vendor" / "hub"
@@ -156,6 +155,6 @@ def test_prompt_settings_errors():
 
 def test_the_chat_turn_sets_are_the_loaders_with_a_system_turn():
     """data/names.py's CHAT_TURN_SETS (checked at config time) and the loaders that keep a system turn agree."""
-    from rlvr.data.names import CHAT_TURN_SETS
+    from rlvr.settings.datasets import CHAT_TURN_SETS
 
     assert {name for name, spec in sources.HUB.items() if spec.system} == set(CHAT_TURN_SETS)

@@ -7,14 +7,14 @@ import dataclasses
 import pytest
 import torch
 import yaml
-
 from helpers import DRY_RUNS, REPO
-from rlvr.train_config import TrainParams
-from rlvr.rollout_groups import shaped_rewards
-from rlvr.methods import method_config
+
 from rlvr.objectives.base import ObjectiveParams, PolicyBatch
 from rlvr.objectives.registry import objective, settings
-from rlvr.params import load_params
+from rlvr.rollout.groups import shaped_rewards
+from rlvr.settings.load import load_params
+from rlvr.settings.methods import method_config
+from rlvr.settings.train import TrainParams
 
 RECIPES = sorted((REPO / "params").glob("*.yaml"))
 ROLLOUT_KEYS = {"incorrect_reward", "dynamic_sampling", "dynamic_sampling_rounds", "overlong_buffer"}
@@ -65,8 +65,8 @@ def fixed_batch(max_len: int = 4, spread: float = 2.0) -> PolicyBatch:
 
 
 def topp_value(hp: ObjectiveParams) -> float:
-    """SIREN's nucleus settings act where the top-p entropy is computed (rlvr.policy), not in the loss."""
-    from rlvr.policy import topp_entropy
+    """SIREN's nucleus settings act where the top-p entropy is computed (rlvr.training.policy), not in the loss."""
+    from rlvr.training.entropy import topp_entropy
 
     logits = torch.linspace(0, 3, 12000)  # a flat tail: a 0.8 nucleus holds thousands of tokens
     return topp_entropy(logits, 1.0, hp.entropy_top_p, hp.entropy_top_k).item()
@@ -121,7 +121,7 @@ def test_every_objective_param_of_a_recipe_changes_the_loss(recipe):
 # One dry run per distinct path: each paper's methods on each architecture. The three left out differ from
 # one of these only in sizes, learning rate and model id (disco_7b, siren_qwen2.5-math-1.5b) or in the
 # training set, whose loader test_data runs through the hub mirror (disco_1.5b_dapo_math); together they
-# took 7.3 of the suite's minutes. `python -m rlvr.dryrun params/<file>` runs any of them.
+# took 7.3 of the suite's minutes. `rlvr dryrun params/<file>` runs any of them.
 @pytest.mark.parametrize("size, released", [
     ("1.5b", {"agentica-org/DeepScaleR-1.5B-Preview", "ganglii/DisCO-1.5B-logL", "ganglii/DisCO-1.5B-Lratio"}),
     ("7b", {"ganglii/DisCO-7B-logL", "ganglii/DisCO-7B-Lratio",

@@ -3,9 +3,8 @@
 import time
 import warnings
 
-
 from rlvr.grading.pool import Verifier
-from rlvr.tracking import Tracker
+from rlvr.tracking.tracker import Tracker
 
 HOSTILE = [
     "\\boxed{9^{9^{9^{9}}}}",

@@ -154,7 +154,7 @@ def test_figures_and_self_contained_html(report):
     html = (root / "reports/index.html").read_text()
     assert html.count("data:image/png;base64,") == 8 and "<table>" in html
     # the summary's figure comes first, before any table, with its caption once, under it
-    from rlvr.report.build import CAPTIONS
+    from rlvr.report.figure_set import CAPTIONS
 
     assert html.index(f'alt="{CAPTIONS["scores"]}"') < html.index("<table>")
     assert html.count(f"<figcaption>{CAPTIONS['scores']}</figcaption>") == 1
@@ -323,7 +323,7 @@ def test_no_evaluations_is_a_clear_error(tmp_path):
                          ids=lambda p: p.stem)
 def test_each_recipe_reports_its_own_models_published_numbers(recipe, repo):
     """A recipe's paper_profile is its model's entry: its own figures, and the list of what is not published."""
-    from rlvr.report.sections import paper_notes
+    from rlvr.report.published import paper_notes
 
     params = yaml.safe_load(recipe.read_text())
     paper = yaml.safe_load((repo / "data/vendor/paper_results.yaml").read_text())
@@ -627,8 +627,8 @@ def test_too_few_rewarded_answers_are_not_flagged(tmp_path, repo):
 def test_mlflow_draws_each_training_in_its_report_colour(repo):
     """The train stage tags its MLflow run `mlflow.runColor` with the colour the report
     draws its method in (MLflow 3.17's runs table and charts read that tag)."""
-    from rlvr.params import load_params
     from rlvr.runs import COLOR_NAMES, run_color
+    from rlvr.settings.load import load_params
 
     params = load_params(repo / "params.yaml")  # the report's models: base, grpo, disco_logl, siren
     assert [COLOR_NAMES[run_color(params, m)] for m in ("grpo", "disco_logl", "siren")] == ["orange", "green", "red"]

@@ -1,11 +1,11 @@
 """docs/settings.md is written from the settings' dataclasses and their
-comments (rlvr.settings_reference), and the params files use only its keys."""
+comments (rlvr.settings.reference), and the params files use only its keys."""
 
 import pytest
 import yaml
-
 from helpers import REPO
-from rlvr.settings_reference import documented_keys, reference
+
+from rlvr.settings.reference import documented_keys, reference
 
 PARAMS_FILES = [REPO / "params.yaml", *sorted((REPO / "params").glob("*.yaml"))]
 
@@ -30,7 +30,7 @@ def undocumented(raw: dict, keys: dict[str, set[str]]) -> list[str]:
 
 def test_the_docs_are_the_generated_reference():
     assert (REPO / "docs" / "settings.md").read_text() == reference(), \
-        "regenerate: python -m rlvr.settings_reference > docs/settings.md"
+        "regenerate: rlvr settings > docs/settings.md"
 
 
 @pytest.mark.parametrize("path", PARAMS_FILES, ids=lambda p: p.name)

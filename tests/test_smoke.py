@@ -1,13 +1,15 @@
-"""python -m rlvr.smoke: a recipe's real path for two steps, with a verdict per check."""
+"""rlvr smoke: a recipe's real path for two steps, with a verdict per check."""
 
 from types import SimpleNamespace
 
 import pytest
 import torch
-
 from helpers import REPO
-from rlvr.methods import load_recipe
-from rlvr.smoke import Report, check_push, smoke_methods, trainer_logprobs
+
+from rlvr.settings.methods import load_recipe
+from rlvr.tools.smoke import smoke_methods
+from rlvr.tools.smoke_checks import Report
+from rlvr.tools.smoke_checks import check_push, trainer_logprobs
 
 
 def _tiny_policy():

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from rlvr.stopping import TrainingAborted, TrainingStopped
-from rlvr.tracking import PROCESS_TAG, Tracker, end_status
+from rlvr.tracking.names import PROCESS_TAG
+from rlvr.tracking.tracker import Tracker, end_status
 
 
 @pytest.fixture
@@ -104,7 +105,7 @@ def test_the_status_says_how_the_stage_ended():
 
 
 def test_step_metrics_are_sectioned_and_the_completions_table_logged(store):
-    from rlvr.tracking import headline_metrics, step_metric_key
+    from rlvr.tracking.names import headline_metrics, step_metric_key
 
     assert [step_metric_key(c) for c in ("reward_mean", "entropy", "response_length", "val_avg@k", "clip_frac")] == [
         "train/reward_mean", "train/entropy", "train/response_length", "val/avg@k", "train details/clip_frac"]

@@ -4,8 +4,8 @@ accumulate over a mini-batch's loss calls and reduce in float32."""
 import pytest
 import torch
 
-from rlvr.train_config import TrainParams
-from rlvr.train_engine import adamw, deepspeed_config
+from rlvr.settings.train import TrainParams
+from rlvr.training.engine import adamw, deepspeed_config
 
 CALLS = 8
 

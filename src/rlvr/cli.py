@@ -1,4 +1,4 @@
-"""What every stage script and `python -m rlvr.<tool>` shares: params loading
+"""What every stage script and `rlvr <tool>` shares: params loading
 with readable errors."""
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ import time
 from contextlib import contextmanager
 from typing import Callable, NoReturn
 
-from rlvr.config import Params
-from rlvr.params import load_params
 from rlvr.schema import ConfigError
 from rlvr.stopping import EXIT_CONFIG, EXIT_STOPPED
 
@@ -35,11 +33,6 @@ def restore_hint() -> None:
               "them from the cache", file=sys.stderr, flush=True)
 
 
-def params_or_exit(path: str = "params.yaml") -> Params:
-    with exit_on_config_error():
-        return load_params(path)
-
-
 @contextmanager
 def stage_timer(name: str):
     """Prints the stage's one-line summary with its wall time (rank 0 only)."""
@@ -58,7 +51,7 @@ def stage_timer(name: str):
 
 
 def tool(main: Callable[[], int]) -> NoReturn:
-    """The entry of a `python -m rlvr.<tool>`: its exit status, and bad input (a
+    """The entry of an `rlvr <tool>`: its exit status, and bad input (a
     params problem, a file that is not there) as `error: ...` on stderr with exit
     status 2, never a traceback."""
     try:

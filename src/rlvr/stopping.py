@@ -2,7 +2,7 @@
 `docker stop`) or a person's Ctrl-C (SIGINT).
 
 The first SIGTERM or SIGINT asks for a stop and nothing more: the trainer
-decides where (rlvr.trainer). A signal during the rollout or grading abandons
+decides where (rlvr.training.trainer). A signal during the rollout or grading abandons
 that step before its update, so the checkpoint holds the last complete step
 and the job ends within a rollout; a signal during the update, validation or
 a checkpoint write lets the step finish and checkpoints it. Repeated SIGTERMs

@@ -15,13 +15,13 @@ import torch
 import yaml
 
 from rlvr import distributed
-from rlvr.methods import method_config
-from rlvr.params import parse_params
 from rlvr.data.prepare import prepare
-from rlvr.rollout_groups import Group, share_unit
-from rlvr.rollout_engine import RolloutEngine
-from rlvr.step_metrics import PhaseTimer
-from rlvr.trainer import Trainer
+from rlvr.rollout.engine import RolloutEngine
+from rlvr.rollout.groups import Group, share_unit
+from rlvr.settings.load import parse_params
+from rlvr.settings.methods import method_config
+from rlvr.training.step_metrics import PhaseTimer
+from rlvr.training.trainer import Trainer
 
 METHODS = {
     "grpo": {"objective": "grpo"},
@@ -35,7 +35,7 @@ METHODS = {
 }
 B, N, MINI = 4, 4, 2  # two optimizer steps per rollout step: the second one is off-policy
 # The objectives whose official grain is the mini-batch take mini-batches of one
-# question: on 2 ranks each rank trains half of its responses (rlvr.rollout_groups.
+# question: on 2 ranks each rank trains half of its responses (rlvr.rollout.groups.
 # rows_shared), cut into token-budget calls of one or two; 1 rank makes one call
 # per group. The others keep whole-group calls of MINI questions on both.
 BINS = {"max_tokens_per_call": 40}

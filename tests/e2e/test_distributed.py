@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-
-from helpers import REPO, clean_env, copy_repo
 from dist_worker import METHODS
+from helpers import REPO, clean_env, copy_repo
 
 pytestmark = pytest.mark.slow
 

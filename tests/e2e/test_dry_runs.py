@@ -1,4 +1,4 @@
-"""python -m rlvr.dryrun: each recipe's whole path on the CPU, with a tiny model of its architecture
+"""rlvr dryrun: each recipe's whole path on the CPU, with a tiny model of its architecture
 (the recipes it leaves out run the objectives, prompt and grader of a twin: tests/test_recipes.py)."""
 
 import json
@@ -7,17 +7,16 @@ import sys
 
 import pytest
 import yaml
-
 from helpers import DRY_RUNS, REPO
 
 
 @pytest.mark.parametrize("recipe", DRY_RUNS, ids=lambda p: p.stem)
 def test_cpu_dry_run(recipe, base_model, tmp_path):
-    from rlvr.dryrun import architecture
+    from rlvr.tools.dryrun import architecture
 
     raw = yaml.safe_load(recipe.read_text())
     out = tmp_path / "report.json"
-    done = subprocess.run([sys.executable, "-m", "rlvr.dryrun", str(recipe), "--tokenizer", str(base_model),
+    done = subprocess.run([sys.executable, "-m", "rlvr.tools.dryrun", str(recipe), "--tokenizer", str(base_model),
                            "--work", str(tmp_path), "--vendor", str(REPO / "data/vendor"), "--report", str(out)],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

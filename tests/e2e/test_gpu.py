@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from rlvr.methods import method_config
-from rlvr.params import parse_params
 from helpers import ALL_METHODS  # every registered objective with its first example
+
+from rlvr.settings.load import parse_params
+from rlvr.settings.methods import method_config
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 @pytest.fixture(scope="module")
 def cuda_engine(tiny_model):
     from rlvr import distributed
-    from rlvr.rollout_engine import RolloutEngine
+    from rlvr.rollout.engine import RolloutEngine
 
     distributed.init(600)
     return RolloutEngine(str(tiny_model), dtype="bfloat16", max_model_len=512, enforce_eager=False, seed=0,
@@ -35,7 +35,7 @@ def cuda_engine(tiny_model):
 def test_weight_push_into_a_sleeping_engine(cuda_engine, tiny_model):
     """Sleep (level 2), wake the weights, push, wake the KV cache: the engine
     generates with the pushed weights (the same weights give the same greedy text)."""
-    from rlvr.rollout_engine import load_safetensors
+    from rlvr.rollout.engine import load_safetensors
 
     before = cuda_engine.generate(["1 + 1 ="], n=1, temperature=0.0, top_p=1.0, max_tokens=8, progress=False)
     free_awake = torch.cuda.mem_get_info()[0]
@@ -57,7 +57,7 @@ def test_trainer_step_on_cuda(cuda_engine, tiny_model, tmp_path, name):
     from helpers import tiny_params
 
     from rlvr.data.prepare import prepare
-    from rlvr.trainer import Trainer
+    from rlvr.training.trainer import Trainer
 
     raw = tiny_params(tmp_path, ALL_METHODS)
     raw["train"].update({"bf16": True, "zero_stage": 2})
@@ -72,7 +72,7 @@ def test_trainer_step_on_cuda(cuda_engine, tiny_model, tmp_path, name):
 
 
 def test_chunked_head_on_cuda_matches_full_logits():
-    from rlvr import policy
+    from rlvr.training import policy
 
     g = torch.Generator().manual_seed(0)
     weight = (torch.randn(5000, 64, generator=g) * 0.05).cuda().requires_grad_()
@@ -119,8 +119,9 @@ def test_a_streamed_reference_holds_one_layer_on_the_gpu_and_gives_the_resident_
 
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from rlvr.policy import evaluate_tokens, pack
-    from rlvr.train_engine import streamed
+    from rlvr.training.engine import streamed
+    from rlvr.training.packing import pack
+    from rlvr.training.policy import evaluate_tokens
 
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=1024, num_hidden_layers=8,

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import REPO
+
 from rlvr.objectives.registry import objectives
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from helpers import clean_env, copy_repo
 
 pytestmark = pytest.mark.slow

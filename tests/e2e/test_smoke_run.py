@@ -1,4 +1,4 @@
-"""python -m rlvr.smoke on the CPU: a recipe's real path for two steps of each of its
+"""rlvr smoke on the CPU: a recipe's real path for two steps of each of its
 objectives (here narrowed to DisCO's, at the recipe's gathered grain), one line per
 check on the screen, the engines' and libraries' output in smoke.log."""
 
@@ -10,7 +10,7 @@ from helpers import REPO, clean_env
 
 
 def test_the_smoke_passes_every_check_of_a_recipe_on_cpu(tmp_path, base_model):
-    out = subprocess.run([sys.executable, "-m", "rlvr.smoke", "params/disco_1.5b.yaml", "--method", "disco_logl",
+    out = subprocess.run([sys.executable, "-m", "rlvr.tools.smoke", "params/disco_1.5b.yaml", "--method", "disco_logl",
                           "--tokenizer", str(base_model), "--work", str(tmp_path)], cwd=REPO, capture_output=True,
                          text=True, timeout=900, env=clean_env())
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

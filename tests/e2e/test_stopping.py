@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from helpers import REPO, clean_env, copy_repo
+
 from rlvr.digests import tree_md5
 
 pytestmark = pytest.mark.slow

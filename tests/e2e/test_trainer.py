@@ -7,23 +7,23 @@ import math
 from pathlib import Path
 
 import pytest
-
 from helpers import ALL_METHODS, mini_batch, needed_only, tiny_params
+
 from rlvr.schema import ConfigError
-from rlvr.methods import method_config, parse_recipe
-from rlvr.params import parse_params
+from rlvr.settings.load import parse_params
+from rlvr.settings.methods import method_config, parse_recipe
 
 pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, tiny_model):
     from rlvr.data.prepare import prepare
-    from rlvr.rollout_engine import RolloutEngine
+    from rlvr.rollout.engine import RolloutEngine
 
     tmp = tmp_path_factory.mktemp("train")
     params = parse_params(tiny_params(tmp))
     prepare(params.data)
-    # asleep during each update and woken by the push, as on a GPU (rlvr.rollout_engine)
+    # asleep during each update and woken by the push, as on a GPU (rlvr.rollout.engine)
     engine = RolloutEngine(str(tiny_model), max_model_len=512, kv_cache_gib=1, seed=0, sleep_mode=True)
     yield params, engine, tmp
 
@@ -31,7 +31,7 @@ def setup(tmp_path_factory, tiny_model):
 @pytest.mark.parametrize("name", list(ALL_METHODS))
 def test_two_steps_of_every_objective(setup, tiny_model, name):
     from rlvr.objectives.registry import objective
-    from rlvr.trainer import Trainer
+    from rlvr.training.trainer import Trainer
 
     params, engine, tmp = setup
     method = method_config(params, name)
@@ -62,7 +62,7 @@ def _one_step(params, method, model, engine, run_dir, groups, full_old_pass: boo
     how many groups went through the separate pi_old pass."""
     import torch
 
-    from rlvr.trainer import Trainer
+    from rlvr.training.trainer import Trainer
 
     tr = Trainer(params, method, str(model), run_dir, run_dir / "final", rollout_engine=engine)
     tr.setup()
@@ -78,8 +78,8 @@ def _one_step(params, method, model, engine, run_dir, groups, full_old_pass: boo
 @pytest.fixture(scope="module")
 def fixed_groups(setup, tiny_model, tmp_path_factory):
     """One step's rollouts, with a reward signal in every group whatever was sampled."""
-    from rlvr.step_metrics import PhaseTimer
-    from rlvr.trainer import Trainer
+    from rlvr.training.step_metrics import PhaseTimer
+    from rlvr.training.trainer import Trainer
 
     params, engine, _ = setup
     tmp = tmp_path_factory.mktemp("probe")
@@ -183,7 +183,7 @@ def test_method_config_errors(setup):
 
 
 def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
-    from rlvr.trainer import Trainer
+    from rlvr.training.trainer import Trainer
 
     params, engine, _ = setup
     method = method_config(params, "dr_grpo")
@@ -198,10 +198,11 @@ def test_changed_params_start_fresh(tmp_path, tiny_model, setup):
 
 def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_path, request):
     import torch
+
     from rlvr.objectives.base import LossOutput
     from rlvr.objectives.policy_term import PolicyTermParams
     from rlvr.objectives.registry import register, unregister
-    from rlvr.trainer import Trainer, TrainingStopped
+    from rlvr.training.trainer import Trainer, TrainingStopped
 
     @register("nan_loss_for_a_test", PolicyTermParams, examples=({},))
     def nan_loss(batch, p):
@@ -243,8 +244,8 @@ def test_validation_keeps_only_the_best_snapshot(setup, tiny_model, tmp_path, mo
     """Scores 0.5, 0.7, 0.6, 0.7 at steps 1-4: step 2 is the best (a tie keeps
     the earlier step); step 1's snapshot goes once the step-2 checkpoint holds
     the new best; the final model's directory lists step 2 and itself."""
-    from rlvr.evaluation import Evaluator
-    from rlvr.trainer import Trainer
+    from rlvr.evaluation.evaluator import Evaluator
+    from rlvr.training.trainer import Trainer
 
     _, engine, _ = setup
     params = _validated_params(tmp_path)
@@ -276,8 +277,8 @@ def test_a_resumed_run_keeps_the_best_its_checkpoint_names(setup, tiny_model, tm
     """Killed after saving a new best (step 3) but before the checkpoint that
     would record it: the resumed run starts from step 2's checkpoint, whose
     best is step 2, deletes step 3's snapshot, and chooses afresh."""
-    from rlvr.evaluation import Evaluator
-    from rlvr.trainer import Trainer
+    from rlvr.evaluation.evaluator import Evaluator
+    from rlvr.training.trainer import Trainer
 
     _, engine, _ = setup
     params = _validated_params(tmp_path)
@@ -345,7 +346,7 @@ def test_a_new_objective_is_one_module_and_a_params_entry(setup, tiny_model, tmp
     import importlib
 
     from rlvr.objectives.registry import unregister
-    from rlvr.trainer import Trainer
+    from rlvr.training.trainer import Trainer
 
     package = tmp_path / "extra_objectives"
     package.mkdir()

@@ -1,4 +1,4 @@
-"""python -m rlvr.ui: one command starts MLflow's UI on the project's store and
+"""rlvr ui: one command starts MLflow's UI on the project's store and
 prints the training view's URLs (the runs table, the chart view)."""
 
 import json
@@ -11,9 +11,8 @@ import time
 import urllib.request
 
 import yaml
-from mlflow.tracking import MlflowClient
-
 from helpers import REPO, clean_env
+from mlflow.tracking import MlflowClient
 
 
 def free_port() -> int:
@@ -29,7 +28,7 @@ def test_one_command_serves_the_store_and_prints_the_training_view(tmp_path):
     raw["tracking"]["uri"] = store
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rlvr.ui", "--params", str(tmp_path / "params.yaml"),
+    proc = subprocess.Popen([sys.executable, "-m", "rlvr.tracking.ui", "--params", str(tmp_path / "params.yaml"),
                              "--port", str(port), "--no-browser"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=clean_env(), start_new_session=True)
     lines = []

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from rlvr.data.names import LEVELS
+from rlvr.settings.datasets import LEVELS
 from rlvr.data.records import Record
 
 

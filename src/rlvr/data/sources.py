@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rlvr.data.names import BENCHMARKS, OFFLINE_TRAIN_SETS
+from rlvr.settings.datasets import BENCHMARKS, OFFLINE_TRAIN_SETS
 from rlvr.data.records import SKIP_HINT, DataError, EmptyDatasetError, Record, numbered_rows
 
 

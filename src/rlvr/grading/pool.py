@@ -114,7 +114,7 @@ class Verifier:
                  fail_when_nothing_graded: bool = True, half: str = "eval"):
         """`half`: train (rewards, validation during training) or eval (the
         evaluation): a paper's grader may grade them differently (rlvr.grading.graders)."""
-        from rlvr.config import GRADERS
+        from rlvr.settings.sections import GRADERS
 
         if grader not in GRADERS or half not in ("train", "eval"):
             raise ValueError(f"unknown grader '{grader}' or half '{half}'; valid: {', '.join(GRADERS)}; train, eval")

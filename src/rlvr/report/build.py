@@ -12,10 +12,13 @@ import yaml
 from rlvr.atomic import write_json, write_text
 from rlvr.report import sections as tables
 from rlvr.report.audit import audit, audit_section, flag_note
+from rlvr.report.checkpoints import checkpoint_section
 from rlvr.report.claims import all_claim_rows, claims_summary, claims_table
-from rlvr.report.figures import curve_figure, difficulty_figure, pass_curve_figure, scores_figure
+from rlvr.report.figure_set import figure_md, figures
+from rlvr.report.figures import scores_figure
 from rlvr.report.format import csv_cell, html, slug
 from rlvr.report.load import KINDS, MethodResults, load_results
+from rlvr.report.published import check_profile, paper_notes, paper_rows
 from rlvr.runs import BASE, COLOR_NAMES, Run, method_colors
 
 
@@ -138,7 +141,7 @@ def scores(r: Report) -> list[str]:
     out = []
     for kind in KINDS:
         cols = next(iter(r.results.values())).benchmarks + ["mean"]
-        shown = tables.paper_rows(r.paper, r.profile, cols) if kind == "avg" else []
+        shown = paper_rows(r.paper, r.profile, cols) if kind == "avg" else []
         md, r.tables[kind] = tables.scores_section(r.results, kind, shown, r.score_table(kind))
         title = {"avg": f"Main table: avg@{r.k} (pass@1 averaged over k samples)", "pass": f"pass@{r.k}",
                  "maj": f"maj@{r.k}"}[kind]
@@ -156,7 +159,7 @@ def reward_audit(r: Report) -> list[str]:
 
 
 def published(r: Report) -> list[str]:
-    notes = tables.paper_notes(r.paper, r.profile, list(r.results))
+    notes = paper_notes(r.paper, r.profile, list(r.results))
     return [f"## Published numbers ({r.profile})\n\n{notes}"] if notes else []
 
 
@@ -186,7 +189,7 @@ def difficulty(r: Report) -> list[str]:
 
 
 def checkpoints(r: Report) -> list[str]:
-    md = tables.checkpoint_section(r.results, r.k)
+    md = checkpoint_section(r.results, r.k)
     return [f"## Checkpoint selection: the final model and the best on validation\n\n{md}"] if md else []
 
 
@@ -205,74 +208,10 @@ SECTIONS = (how_to_read, scores, reward_audit, published, ablations, seeds, leve
 AGREEMENT = "grader_agreement.json"  # the grader_agreement stage's output, beside the report
 
 
-# What each figure shows and how to read it (a method keeps one colour in every figure).
-CAPTIONS = {
-    "scores": "The main table as bars: avg@k per set and their mean, one bar per model, the black line its 95% "
-              "interval over problems. Bars whose intervals overlap are not told apart.",
-    "training_dynamics": "Training reward and generation entropy per step, one line per run. Entropy falling "
-                         "towards 0 while reward stalls is the collapse SIREN and DisCO address.",
-    "kl_length": "KL to the rollout policy and response length per step. A KL spike marks an unstable update; "
-                 "length drifting up or down is a change of strategy.",
-    "entropy_groups": "SIREN's top-p entropy, and the share of groups whose responses were all right or all wrong "
-                      "(no group-relative signal), per step.",
-    "constraint": "The trust region at work: the share of DisCO's loss calls whose KL penalty was active, and "
-                  "the share of tokens PPO-style objectives clipped, per step.",
-    "difficulty_training": "Groups with no correct response and groups with every response correct, per step: "
-                           "both give no signal; a method learns from what lies between.",
-    "perplexity": "Perplexity of the sampled responses under the rollout policy, per step. A fall towards 1 is "
-                  "a policy that no longer explores.",
-    "difficulty_bias": "Left: how many questions each model gets at each accuracy (0% and 100% give no group "
-                       "signal). Right: each method's accuracy gain over the base model per arithmetic level.",
-    "validation": "Validation during training on problems held out of the training mixture: avg@k, pass@k and "
-                  "maj@k per validated step. This, not the test sets, picks the best checkpoint.",
-    "pass_at_k": "pass@k against k (log scale), averaged over sets: a model that keeps exploring gains more "
-                 "from more samples.",
-}
-
-
-def figure_md(path: Path) -> str:
-    """A figure with its caption (index.html shows the caption under the image)."""
-    caption = CAPTIONS.get(path.stem, path.stem)
-    return f"![{caption}](figures/{path.name})\n\n*{caption}*"
-
-
 def contents(parts: list[str]) -> str:
     """Links to the detail sections (GitHub's heading anchors; index.html gives its headings the same ids)."""
     titles = [p.splitlines()[0].lstrip("#").strip() for p in parts if p.startswith("## ")]
     return "## Contents\n\n" + "\n".join(f"- [{t}](#{slug(t)})" for t in titles + ["Figures"])
-
-# Curves of steps.csv columns: (column, label) pairs per figure, its file and title.
-CURVES = (
-    ((("reward_mean", "training reward"), ("entropy", "generation entropy (full vocab)")),
-     "training_dynamics.png", "training reward and entropy"),
-    ((("kl", "KL(pi_old || pi)"), ("response_length", "response length (tokens)")),
-     "kl_length.png", "KL and response length"),
-    ((("topp_entropy", "top-p entropy (SIREN)"), ("zero_variance_groups", "share of zero-variance groups")),
-     "entropy_groups.png", "top-p entropy and uninformative groups"),
-    ((("kl_active", "share of loss calls with the KL penalty active"), ("clip_frac", "share of clipped tokens")),
-     "constraint.png", "trust region: DisCO's constraint and the clip"),
-    ((("all_wrong_groups", "share of groups with no correct response"),
-      ("all_correct_groups", "share of groups with every response correct")),
-     "difficulty_training.png", "difficulty during training: groups that give no signal (DisCO's solve_none / solve_all)"),
-    ((("perplexity", "perplexity of the sampled responses"),),
-     "perplexity.png", "perplexity of the rollouts during training (a collapse: towards 1)"),
-)
-VALIDATION_CURVE = ((("val_avg@k", "validation avg@k"), ("val_pass@k", "validation pass@k (SIREN: kept over training)"),
-                     ("val_maj@k", "validation maj@k")),
-                    "validation.png", "validation during training (problems held out of training)")
-
-
-def figures(r: Report) -> list[Path]:
-    steps, fig_dir = r.steps, r.fig_dir
-    made = [curve_figure(steps, list(series), fig_dir / name, title, r.colors) for series, name, title in CURVES]
-    made.append(difficulty_figure({n: m.accuracy_by_question() for n, m in r.results.items()},
-                                  r.levels[1] if r.levels else {}, f"avg@{r.k}", fig_dir / "difficulty_bias.png",
-                                  r.colors))
-    series, name, title = VALIDATION_CURVE
-    made.append(curve_figure(steps, list(series), fig_dir / name, title, r.colors))
-    made.append(pass_curve_figure({n: m.pass_curve() for n, m in r.results.items()}, fig_dir / "pass_at_k.png",
-                                  r.colors))
-    return [f for f in made if f is not None]
 
 
 # ---- the outputs ---------------------------------------------------------------
@@ -284,7 +223,7 @@ def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | 
     """Write every output; `objectives` maps method -> objective (for the claims),
     `ablations` an ablated variant -> its full method (the ablation table)."""
     paper = yaml.safe_load(paper_path.read_text()) if paper_path and paper_path.exists() else {}
-    tables.check_profile(paper, profile)
+    check_profile(paper, profile)
     results = load_results(root, runs)
     if not results:
         raise FileNotFoundError(f"no metrics.json under {root / 'reports/eval'} for runs "

@@ -22,7 +22,9 @@ from typing import Callable
 import numpy as np
 
 from rlvr import stats
+from rlvr.report.claim_stats import band, halves_diff, mean_diff, points, share_diff, slope_diff
 from rlvr.report.format import markdown
+
 
 def verdict(lo: float, hi: float) -> str:
     if math.isnan(lo):
@@ -37,82 +39,6 @@ ONE_SEED = " (one seed)"  # the interval covers the problems, not the randomness
 def _seed_note(*runs) -> str:
     """ONE_SEED when any of the trained runs a claim rests on has a single seed."""
     return ONE_SEED if any(len(r.seeds) < 2 for r in runs) else ""
-
-
-def _points(m, key: str = "entropy") -> tuple[list[float], list[float]]:
-    """(step, value) of a steps.csv column over every seed of a method."""
-    xs, ys = [], []
-    for rows in m.steps:
-        for r in rows:
-            if isinstance(r.get(key), float):
-                xs.append(r["step"])
-                ys.append(r[key])
-    return xs, ys
-
-
-def _slope_diff(a, b, key: str = "entropy") -> tuple[float, float, float]:
-    """Slope of a minus slope of b, with a normal interval from their t intervals."""
-    sa, la, ha = stats.slope_ci(*_points(a, key))
-    sb, lb, hb = stats.slope_ci(*_points(b, key))
-    if math.isnan(sa) or math.isnan(sb):
-        return (math.nan,) * 3
-    # each half-width is t * se; combine the standard errors (t ~ z at these sizes is conservative enough)
-    half = math.hypot((ha - la) / 2, (hb - lb) / 2)
-    d = sa - sb
-    return (d, d - half, d + half)
-
-
-STABLE_SHARE = 0.2  # "stable": the entropy moves by less than this share of its start over the run
-
-
-def _band(m, key: str = "entropy") -> tuple[float, float, float, float]:
-    """A method's slope per step of `key` with its interval, and the band a
-    stable slope stays within: +-STABLE_SHARE of the first step's value over
-    the run's steps."""
-    xs, ys = _points(m, key)
-    est, lo, hi = stats.slope_ci(xs, ys)
-    if not xs:
-        return (math.nan,) * 4
-    first = [y for x, y in zip(xs, ys) if x == min(xs)]
-    bound = STABLE_SHARE * abs(float(np.mean(first))) / max(max(xs) - min(xs), 1)
-    return est, lo, hi, bound
-
-
-def _halves_diff(m, key: str = "entropy") -> tuple[float, float, float]:
-    """|slope| over the second half of training minus |slope| over the first,
-    with a normal interval from their t intervals (late instability)."""
-    xs, ys = _points(m, key)
-    if len(set(xs)) < 6:
-        return (math.nan,) * 3
-    mid = (min(xs) + max(xs)) / 2
-    first = stats.slope_ci([x for x in xs if x <= mid], [y for x, y in zip(xs, ys) if x <= mid])
-    second = stats.slope_ci([x for x in xs if x > mid], [y for x, y in zip(xs, ys) if x > mid])
-    if any(math.isnan(c) for c in (*first, *second)):
-        return (math.nan,) * 3
-    half = math.hypot((first[2] - first[1]) / 2, (second[2] - second[1]) / 2)
-    d = abs(second[0]) - abs(first[0])
-    return (d, d - half, d + half)
-
-
-def _share_diff(a, b, level: float) -> tuple[float, float, float]:
-    """Share of questions with seed-averaged accuracy == level: a minus b, paired over questions."""
-    va = np.asarray(a.accuracy_by_question()) == level
-    vb = np.asarray(b.accuracy_by_question()) == level
-    return stats.paired_diff_ci([va.astype(float)], [vb.astype(float)])
-
-
-def _mean_diff(a, b, kind: str, sets: tuple[str, ...] | None = None) -> tuple[float, float, float] | None:
-    """a - b, paired over problems, mean over `sets` (default: the sets that
-    are averaged, as the tables' mean); None when none of `sets` was
-    evaluated (the claim does not apply)."""
-    if not (a.has(kind) and b.has(kind)):
-        return (math.nan,) * 3
-    va, vb = a.values(kind), b.values(kind)
-    sets = sets or a.mean_sets
-    keys = [x for x in va if sets is None or x in sets]
-    if not keys:
-        return None
-    return stats.paired_diff_ci([va[x] for x in keys], [vb[x] for x in keys])
 
 
 @dataclass(frozen=True)
@@ -163,14 +89,14 @@ def headline_gain(key: str):
 def _slope(key: str, sign: float = 1.0):
     """The method's own slope of `key` per step, times `sign` (-1: a fall is positive)."""
     def measure(a, _):
-        est, lo, hi = stats.slope_ci(*_points(a, key))
+        est, lo, hi = stats.slope_ci(*points(a, key))
         return (est, lo, hi) if sign > 0 else _negated((est, lo, hi))
     return measure
 
 
 CLAIMS = (
     Claim("disco", "{name} above {ref} on accuracy", "mean avg@{k}: {name} - {ref}",
-          lambda a, b: _mean_diff(a, b, "avg"), against=("grpo", "dapo"), published=table_gain),
+          lambda a, b: mean_diff(a, b, "avg"), against=("grpo", "dapo"), published=table_gain),
     # DisCO's Fig. 2: GRPO's and GRPO-ER's / Dr. GRPO's entropy collapses, DAPO's grows, DisCO's stays
     # stable, TRPA turns unstable late in training
     Claim("grpo", "GRPO's entropy falls during training", "minus the slope of entropy per step ({name})",
@@ -182,43 +108,43 @@ CLAIMS = (
     Claim("dapo", "DAPO's entropy rises during training", "slope of entropy per step ({name})", _slope("entropy")),
     Claim("disco", "{name}'s entropy stays stable", "entropy slope per step ({name}), within +-{band} for stable (our band: 20% of "
           "the first step's entropy over the run; the paper states none)",
-          lambda a, _: _band(a, "entropy"), kind="band"),
+          lambda a, _: band(a, "entropy"), kind="band"),
     Claim("trpa", "TRPA's entropy moves more late in training", "|entropy slope|, second half - first half ({name})",
-          lambda a, _: _halves_diff(a, "entropy")),
+          lambda a, _: halves_diff(a, "entropy")),
     # DisCO's difficulty bias (Prop. 1, Fig. 3): GRPO_RW, GRPO without its question weight, against GRPO
     Claim("grpo_rw", "fewer questions at 0% under {name} than {ref}", "share at 0%: {ref} - {name}",
-          lambda a, b: _share_diff(b, a, 0.0), against=("grpo",)),
+          lambda a, b: share_diff(b, a, 0.0), against=("grpo",)),
     Claim("grpo_rw", "more questions at 100% under {name} than {ref}", "share at 100%: {name} - {ref}",
-          lambda a, b: _share_diff(a, b, 1.0), against=("grpo",)),
+          lambda a, b: share_diff(a, b, 1.0), against=("grpo",)),
     # SIREN: the entropy kept in a band, away from the baselines' collapse and from naive regularization's
     # explosion. Its trainer logs (and its figures plot) the rollouts' top-p entropy (ray_trainer.py 1006-1017).
     Claim("siren", "{name}'s top-p entropy stays in a band", "top-p entropy slope per step ({name}), within "
-          "+-{band} for stable (our band: 20% of the first step's value over the run; the paper states none)", lambda a, _: _band(a, "topp_entropy"), kind="band"),
+          "+-{band} for stable (our band: 20% of the first step's value over the run; the paper states none)", lambda a, _: band(a, "topp_entropy"), kind="band"),
     Claim("siren", "{name}'s top-p entropy falls less than {ref}'s (no collapse)",
-          "top-p entropy slope per step: {name} - {ref}", lambda a, b: _slope_diff(a, b, "topp_entropy"),
+          "top-p entropy slope per step: {name} - {ref}", lambda a, b: slope_diff(a, b, "topp_entropy"),
           against=SIREN_COLLAPSE),
     Claim("siren", "{name}'s top-p entropy rises less than {ref}'s (no explosion)",
-          "top-p entropy slope per step: {ref} - {name}", lambda a, b: _slope_diff(b, a, "topp_entropy"),
+          "top-p entropy slope per step: {ref} - {name}", lambda a, b: slope_diff(b, a, "topp_entropy"),
           against=SIREN_EXPLOSION),
     Claim("siren", "{name}'s full-vocabulary entropy falls less than {ref}'s (no collapse)",
-          "entropy slope per step: {name} - {ref}", _slope_diff, against=SIREN_COLLAPSE),
+          "entropy slope per step: {name} - {ref}", slope_diff, against=SIREN_COLLAPSE),
     Claim("siren", "{name}'s full-vocabulary entropy rises less than {ref}'s (no explosion)",
-          "entropy slope per step: {ref} - {name}", lambda a, b: _slope_diff(b, a), against=SIREN_EXPLOSION),
+          "entropy slope per step: {ref} - {name}", lambda a, b: slope_diff(b, a), against=SIREN_EXPLOSION),
     # SIREN's diversity analysis, against the baselines whose entropy collapses (naive regularization's
     # explodes: more diverse samples there are not what the paper claims)
     Claim("siren", "{name}'s rollout perplexity falls less than {ref}'s", "perplexity slope per step: {name} - {ref}",
-          lambda a, b: _slope_diff(a, b, "perplexity"), against=SIREN_COLLAPSE),
+          lambda a, b: slope_diff(a, b, "perplexity"), against=SIREN_COLLAPSE),
     Claim("siren", "{name} gives more distinct answers than {ref}", "distinct answers per problem: {name} - {ref}",
-          lambda a, b: _mean_diff(a, b, "distinct"), against=SIREN_COLLAPSE),
+          lambda a, b: mean_diff(a, b, "distinct"), against=SIREN_COLLAPSE),
     Claim("siren", "{name} gains maj@k over the best baseline", "mean maj@{k}: {name} - {ref}",
-          lambda a, b: _mean_diff(a, b, "maj"), against=BEST, baselines=SIREN_BASELINES,
+          lambda a, b: mean_diff(a, b, "maj"), against=BEST, baselines=SIREN_BASELINES,
           published=headline_gain("maj_at_k_gain_over_best_baseline")),
     Claim("siren", "{name} gains maj@k on AIME24/25 over the best baseline", "mean maj@{k} on aime24, aime25: "
-          "{name} - {ref}", lambda a, b: _mean_diff(a, b, "maj", ("aime24", "aime25")), against=BEST,
+          "{name} - {ref}", lambda a, b: mean_diff(a, b, "maj", ("aime24", "aime25")), against=BEST,
           baselines=SIREN_BASELINES, published=headline_gain("aime24_25_maj_at_k_gain")),
     # DisCO's token efficiency: DisCO at 8k above DeepScaleR-1.5B-Preview at 24k (a released checkpoint row)
     Claim("disco", "{name} (8k) above {ref} (24k)", "mean avg@{k}: {name} - {ref}",
-          lambda a, b: _mean_diff(a, b, "avg"), against=("deepscaler_preview",), published=table_gain),
+          lambda a, b: mean_diff(a, b, "avg"), against=("deepscaler_preview",), published=table_gain),
 )
 
 

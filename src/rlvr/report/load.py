@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlvr.eval_metrics import pass_at_k
+from rlvr.evaluation.metrics import pass_at_k
 from rlvr.runs import Run
 
 KINDS = ("avg", "pass", "maj")

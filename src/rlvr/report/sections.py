@@ -10,7 +10,7 @@ from rlvr import stats
 from rlvr.report.format import Cell, fmt, markdown
 from rlvr.report.load import DIVERSITY, MethodResults, per_problem
 from rlvr.runs import BASE
-from rlvr.schema import unknown_name
+
 
 def score_table(results: dict[str, MethodResults], kind: str) -> tuple[list[str], dict[str, list[Cell]]]:
     """Per method: (estimate, 95% interval) for each benchmark, then the mean
@@ -180,53 +180,6 @@ def difficulty_section(results) -> str:
     return markdown(["method", "questions at 0%", "questions at 100%", "questions"], body)
 
 
-def selected_checkpoints(results, kind: str) -> list[list[str]]:
-    """Per trained method: the final model and the best-on-validation snapshot,
-    each scored on the test sets (mean over benchmarks, 95% interval over
-    problems, per-problem values averaged over seeds)."""
-    body = []
-    for name, m in results.items():
-        picks = [_final_and_best(bs) for bs in m.by_step
-                 if any(e.get("validation") is not None for e in bs.values())]  # trained with validation
-        if name == BASE or not picks:
-            continue
-        final = _snapshot_values([f for f, _ in picks], m, kind)
-        best = _snapshot_values([b for _, b in picks], m, kind)
-        val = [b.get("validation") for _, b in picks if b.get("validation") is not None]
-        body.append([name, "/".join(f["step"] for f, _ in picks), fmt(stats.mean_ci(list(final.values()))),
-                     "/".join(b["step"] for _, b in picks), f"{np.mean(val):.3f}" if val else "-",
-                     fmt(stats.mean_ci(list(best.values())))])
-    return body
-
-
-def _final_and_best(by_step: dict) -> tuple[dict, dict]:
-    """One seed's by_step.json entries (each with its "step"): the final model
-    (the last step) and the best on validation (the final one if none is marked)."""
-    entries = [dict(e, step=s) for s, e in sorted(by_step.items(), key=lambda kv: int(kv[0]))]
-    return entries[-1], next((e for e in entries if e.get("best")), entries[-1])
-
-
-def _snapshot_values(entries: list[dict], m: MethodResults, kind: str) -> dict[str, np.ndarray]:
-    """Per-problem values of one checkpoint per seed, averaged over the seeds."""
-    template = m.problems[0]
-    per_seed = []
-    for e in entries:
-        rows = [dict(t, correct=c, majority=mj) for t, (c, mj) in zip(template, e["problems"])]
-        per_seed.append(per_problem(rows, kind))
-    return {b: np.mean([p[b] for p in per_seed], axis=0) for b in per_seed[0]}
-
-
-def checkpoint_section(results, k: int) -> str | None:
-    body = selected_checkpoints(results, "avg")
-    if not body:
-        return None
-    return ("The best checkpoint is chosen on validation during training (problems held out of the training "
-            "mixture, the light profile of `validation:`), never on the test sets; both are then scored with the "
-            "full protocol. Steps are per seed.\n\n"
-            + markdown(["method", "final step", f"final, test avg@{k}", "best step (validation)",
-                        "validation avg@k", f"best, test avg@{k}"], body))
-
-
 def uninformative_sets(results, kind: str = "avg") -> list[str]:
     """The sets on which every method, the base model included, scores the same
     0 (or 1) on every problem: at this scale they say nothing about the methods."""
@@ -251,43 +204,6 @@ def uninformative_note(results) -> str | None:
             "every problem there, so the set only exercises its benchmark path and its column says nothing "
             "about the methods. It still counts in every mean over sets, as in MLflow and `dvc exp show` (one "
             "mean everywhere): there it lowers every model's mean alike and changes no difference's sign.")
-
-
-def paper_rows(paper: dict, profile: str | None, columns: list[str]) -> list[list[str]]:
-    """Published rows for the matching recipe, in our column order."""
-    if not profile or profile not in paper or "rows" not in paper[profile]:
-        return []
-    key = {"mean": "avg"}
-    return [[f"{r['method']} (paper, {r.get('mrl', '')})",
-             *[f"{r[key.get(c, c)]:.3f}" if r.get(key.get(c, c)) is not None else "–" for c in columns]]
-            for r in paper[profile]["rows"]]
-
-
-def paper_notes(paper: dict, profile: str | None, methods: list[str]) -> str | None:
-    """What the profile publishes beside the main table's rows, and what it
-    lacks: its own list, and the methods trained here without a published row."""
-    entry = paper.get(profile) if profile else None
-    if not entry:
-        return None
-    parts = []
-    if "rows" in entry:
-        parts.append(f"The paper's avg@k rows for {entry['base_model']} are in the main table, marked (paper).")
-    figures = [f"- {k}: {v}" for k, v in (entry.get("headline") or {}).items()]
-    if figures:
-        parts.append(f"Published figures for {entry['base_model']}:\n" + "\n".join(figures))
-    published = {r["method"] for r in entry.get("rows", [])}
-    unpublished = [m for m in methods if m not in published]
-    missing = [*entry.get("missing", []), *(["no published row for " + ", ".join(unpublished)] if unpublished else [])]
-    if missing:
-        parts.append("Not available:\n" + "\n".join(f"- {m}" for m in missing))
-    return "\n\n".join(parts)
-
-
-def check_profile(paper: dict, profile: str | None) -> None:
-    """report.paper_profile names a model's entry of paper_results.yaml."""
-    known = [k for k, v in paper.items() if isinstance(v, dict)]
-    if profile and profile not in known:
-        raise ValueError(unknown_name("report.paper_profile", profile, known, "profile"))
 
 
 GRADER_NAMES = ("math_verify: ours, math-verify with the final run of boxes, percentages and letters read; "

@@ -13,12 +13,8 @@ HOLD_S = 4.0
 
 PROBE = os.environ.get("RLVR_PROBE")
 if PROBE and any(a.endswith("stages/train.py") for a in sys.orig_argv):
-    from rlvr import trainer, update
-
-    try:
-        from rlvr.grading import pool
-    except ImportError:  # the code before rlvr.grading, for the record of how it hung
-        from rlvr import rewards as pool
+    from rlvr.grading import pool
+    from rlvr.training import trainer, update
 
     phase, at_step, where = PROBE.split(":", 2)
     current = {"step": None}

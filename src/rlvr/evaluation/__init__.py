@@ -1,0 +1,1 @@
+"""Evaluation: checkpoints on the benchmarks, avg@k, pass@k and maj@k."""

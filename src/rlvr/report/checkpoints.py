@@ -1,0 +1,58 @@
+"""Which checkpoint each method reports: the final one and the best on
+validation, side by side, with what each scored."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlvr import stats
+from rlvr.report.format import fmt, markdown
+from rlvr.report.load import MethodResults, per_problem
+from rlvr.runs import BASE
+
+
+def selected_checkpoints(results, kind: str) -> list[list[str]]:
+    """Per trained method: the final model and the best-on-validation snapshot,
+    each scored on the test sets (mean over benchmarks, 95% interval over
+    problems, per-problem values averaged over seeds)."""
+    body = []
+    for name, m in results.items():
+        picks = [_final_and_best(bs) for bs in m.by_step
+                 if any(e.get("validation") is not None for e in bs.values())]  # trained with validation
+        if name == BASE or not picks:
+            continue
+        final = _snapshot_values([f for f, _ in picks], m, kind)
+        best = _snapshot_values([b for _, b in picks], m, kind)
+        val = [b.get("validation") for _, b in picks if b.get("validation") is not None]
+        body.append([name, "/".join(f["step"] for f, _ in picks), fmt(stats.mean_ci(list(final.values()))),
+                     "/".join(b["step"] for _, b in picks), f"{np.mean(val):.3f}" if val else "-",
+                     fmt(stats.mean_ci(list(best.values())))])
+    return body
+
+
+def _final_and_best(by_step: dict) -> tuple[dict, dict]:
+    """One seed's by_step.json entries (each with its "step"): the final model
+    (the last step) and the best on validation (the final one if none is marked)."""
+    entries = [dict(e, step=s) for s, e in sorted(by_step.items(), key=lambda kv: int(kv[0]))]
+    return entries[-1], next((e for e in entries if e.get("best")), entries[-1])
+
+
+def _snapshot_values(entries: list[dict], m: MethodResults, kind: str) -> dict[str, np.ndarray]:
+    """Per-problem values of one checkpoint per seed, averaged over the seeds."""
+    template = m.problems[0]
+    per_seed = []
+    for e in entries:
+        rows = [dict(t, correct=c, majority=mj) for t, (c, mj) in zip(template, e["problems"])]
+        per_seed.append(per_problem(rows, kind))
+    return {b: np.mean([p[b] for p in per_seed], axis=0) for b in per_seed[0]}
+
+
+def checkpoint_section(results, k: int) -> str | None:
+    body = selected_checkpoints(results, "avg")
+    if not body:
+        return None
+    return ("The best checkpoint is chosen on validation during training (problems held out of the training "
+            "mixture, the light profile of `validation:`), never on the test sets; both are then scored with the "
+            "full protocol. Steps are per seed.\n\n"
+            + markdown(["method", "final step", f"final, test avg@{k}", "best step (validation)",
+                        "validation avg@k", f"best, test avg@{k}"], body))

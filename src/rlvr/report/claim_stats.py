@@ -1,0 +1,87 @@
+"""The statistics a claim row reads: slopes of a steps.csv column over the
+seeds and their differences, the band a stable slope stays in, and paired
+differences over problems or questions, each with its interval."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rlvr import stats
+
+
+def points(m, key: str = "entropy") -> tuple[list[float], list[float]]:
+    """(step, value) of a steps.csv column over every seed of a method."""
+    xs, ys = [], []
+    for rows in m.steps:
+        for r in rows:
+            if isinstance(r.get(key), float):
+                xs.append(r["step"])
+                ys.append(r[key])
+    return xs, ys
+
+
+def slope_diff(a, b, key: str = "entropy") -> tuple[float, float, float]:
+    """Slope of a minus slope of b, with a normal interval from their t intervals."""
+    sa, la, ha = stats.slope_ci(*points(a, key))
+    sb, lb, hb = stats.slope_ci(*points(b, key))
+    if math.isnan(sa) or math.isnan(sb):
+        return (math.nan,) * 3
+    # each half-width is t * se; combine the standard errors (t ~ z at these sizes is conservative enough)
+    half = math.hypot((ha - la) / 2, (hb - lb) / 2)
+    d = sa - sb
+    return (d, d - half, d + half)
+
+
+STABLE_SHARE = 0.2  # "stable": the entropy moves by less than this share of its start over the run
+
+
+def band(m, key: str = "entropy") -> tuple[float, float, float, float]:
+    """A method's slope per step of `key` with its interval, and the band a
+    stable slope stays within: +-STABLE_SHARE of the first step's value over
+    the run's steps."""
+    xs, ys = points(m, key)
+    est, lo, hi = stats.slope_ci(xs, ys)
+    if not xs:
+        return (math.nan,) * 4
+    first = [y for x, y in zip(xs, ys) if x == min(xs)]
+    bound = STABLE_SHARE * abs(float(np.mean(first))) / max(max(xs) - min(xs), 1)
+    return est, lo, hi, bound
+
+
+def halves_diff(m, key: str = "entropy") -> tuple[float, float, float]:
+    """|slope| over the second half of training minus |slope| over the first,
+    with a normal interval from their t intervals (late instability)."""
+    xs, ys = points(m, key)
+    if len(set(xs)) < 6:
+        return (math.nan,) * 3
+    mid = (min(xs) + max(xs)) / 2
+    first = stats.slope_ci([x for x in xs if x <= mid], [y for x, y in zip(xs, ys) if x <= mid])
+    second = stats.slope_ci([x for x in xs if x > mid], [y for x, y in zip(xs, ys) if x > mid])
+    if any(math.isnan(c) for c in (*first, *second)):
+        return (math.nan,) * 3
+    half = math.hypot((first[2] - first[1]) / 2, (second[2] - second[1]) / 2)
+    d = abs(second[0]) - abs(first[0])
+    return (d, d - half, d + half)
+
+
+def share_diff(a, b, level: float) -> tuple[float, float, float]:
+    """Share of questions with seed-averaged accuracy == level: a minus b, paired over questions."""
+    va = np.asarray(a.accuracy_by_question()) == level
+    vb = np.asarray(b.accuracy_by_question()) == level
+    return stats.paired_diff_ci([va.astype(float)], [vb.astype(float)])
+
+
+def mean_diff(a, b, kind: str, sets: tuple[str, ...] | None = None) -> tuple[float, float, float] | None:
+    """a - b, paired over problems, mean over `sets` (default: the sets that
+    are averaged, as the tables' mean); None when none of `sets` was
+    evaluated (the claim does not apply)."""
+    if not (a.has(kind) and b.has(kind)):
+        return (math.nan,) * 3
+    va, vb = a.values(kind), b.values(kind)
+    sets = sets or a.mean_sets
+    keys = [x for x in va if sets is None or x in sets]
+    if not keys:
+        return None
+    return stats.paired_diff_ci([va[x] for x in keys], [vb[x] for x in keys])

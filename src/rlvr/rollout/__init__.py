@@ -1,0 +1,1 @@
+"""Rollouts: the vLLM engine and the groups of responses a step grades."""

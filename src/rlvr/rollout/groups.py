@@ -1,0 +1,176 @@
+"""Rollout collection: which questions a step trains on, their sampled
+responses, and the rewards the objective sees.
+
+Every rank walks the same global question order; each step takes the next B
+questions of it and each rank keeps its share (rlvr.distributed.Ranks.share).
+DAPO's dynamic sampling refills the global batch: groups are gathered from all
+ranks, filtered on accuracy, and the kept ones dealt out again.
+
+Questions are dealt out a mini-batch at a time, so each rank samples its
+share of every mini-batch and trains on it. A mini-batch of fewer questions
+than ranks (SIREN's 8 on 16 GPUs) is shared by its responses instead: the
+ranks sample whole groups of larger units, then every rank gets every group
+(`training_groups`) and trains on its slice of each mini-batch's responses
+(rlvr.training.update).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+import torch
+
+from rlvr import distributed
+from rlvr.data.prompts import prompt_token_ids
+from rlvr.data.records import Record
+from rlvr.grading.grades import preference_level
+from rlvr.grading.pool import grading_job
+
+
+@dataclass
+class Group:
+    """One question and its n sampled responses."""
+
+    record: Record
+    prompt_ids: list[int]
+    responses: list[list[int]]
+    truncated: list[bool]
+    rewards: list[float]  # shaped rewards the objective sees
+    correct: list[bool]  # verifier result
+    old_logp: list[torch.Tensor | None] | None = None  # per response, once the update measured it
+    levels: list[int] | None = None  # preference levels (rlvr.grading.grades.preference_level); None: from correct
+    extracted: list[str] | None = None  # each response's answer as the grader read it (the completions table)
+
+    @property
+    def informative(self) -> bool:
+        """Its accuracies differ, so group-relative objectives get a signal from it."""
+        return len(set(self.correct)) > 1
+
+
+class QuestionSampler:
+    """Seeded pass over the training set, reshuffled each epoch. All ranks hold
+    the same sampler; its position (global, checkpointed) counts questions."""
+
+    def __init__(self, records: list[Record], seed: int, position: int = 0):
+        self.records, self.seed, self.position = records, seed, position
+        self._epoch, self._order = -1, []
+
+    def _order_of(self, epoch: int) -> list[int]:
+        if epoch != self._epoch:
+            idx = list(range(len(self.records)))
+            random.Random(self.seed * 1_000_003 + epoch).shuffle(idx)
+            self._epoch, self._order = epoch, idx
+        return self._order
+
+    def next(self, k: int) -> list[Record]:
+        out = []
+        for _ in range(k):
+            epoch, i = divmod(self.position, len(self.records))
+            out.append(self.records[self._order_of(epoch)[i]])
+            self.position += 1
+        return out
+
+
+def overlong_penalty(lengths: torch.Tensor, max_len: int, buffer: int) -> torch.Tensor:
+    """DAPO's soft overlong punishment, added to the reward:
+    0 up to max_len - buffer, then falling linearly to -1 at max_len, -1 beyond."""
+    lengths = lengths.float()
+    start = max_len - buffer
+    penalty = (start - lengths) / max(buffer, 1)
+    penalty = torch.where(lengths <= start, torch.zeros_like(lengths), penalty)
+    return torch.where(lengths > max_len, -torch.ones_like(lengths), penalty)
+
+
+def shaped_rewards(correct: list[bool], lengths: list[int], train) -> list[float]:
+    """1 for a correct answer, `train.incorrect_reward` (0; DAPO -1) otherwise,
+    plus DAPO's overlong penalty when `train.overlong_buffer` > 0."""
+    rewards = torch.tensor([1.0 if c else train.incorrect_reward for c in correct])
+    if train.overlong_buffer > 0:
+        rewards = rewards + overlong_penalty(torch.tensor(lengths), train.max_response_tokens, train.overlong_buffer)
+    return rewards.tolist()
+
+
+def rows_shared(train, world: int) -> bool:
+    """The ranks share a mini-batch's responses, not its questions: a mini-batch
+    of fewer questions than ranks, or calls of train.sequences_per_call responses."""
+    return train.mini_batch_questions % world != 0 or train.sequences_per_call > 0
+
+
+def share_unit(train, world: int) -> int:
+    """Questions dealt out together over the ranks: a mini-batch, or the
+    smallest run of whole mini-batches that the ranks split evenly."""
+    m = train.mini_batch_questions
+    return m if m % world == 0 else math.lcm(m, world)
+
+
+def training_groups(mine: list[Group], train, ranks: distributed.Ranks) -> list[Group]:
+    """The groups this rank's update reads: its own, or, when the ranks share
+    responses, every rank's in global order (each rank trains its slice)."""
+    if not rows_shared(train, ranks.world):
+        return mine
+    return _unshare(distributed.gather(mine), share_unit(train, ranks.world) // ranks.world)
+
+
+@dataclass
+class Collected:
+    groups: list[Group]  # this rank's share of the step's B groups
+    rollout_tokens: int  # generated by this rank, kept or not
+    rounds: int  # rollout rounds (dynamic sampling may need several)
+
+
+class RolloutCollector:
+    """Samples, grades and shapes one step's groups on this rank."""
+
+    def __init__(self, rollout_engine, verifier, tokenizer, prompt, settings, sampler: QuestionSampler,
+                 ranks: distributed.Ranks):
+        """`settings`: the method's TrainParams (its rollout side: the rewards the objective sees)."""
+        self.rollout_engine, self.verifier, self.tokenizer, self.prompt = rollout_engine, verifier, tokenizer, prompt
+        self.settings, self.sampler, self.ranks = settings, sampler, ranks
+
+    def collect(self, timer) -> Collected:
+        B, U = self.settings.questions_per_step, share_unit(self.settings, self.ranks.world)
+        if not self.settings.dynamic_sampling:
+            groups, tokens = self.rollout(self.ranks.share(self.sampler.next(B), U), timer)
+            return Collected(groups, tokens, 1)
+        kept, leftover, tokens, rounds = [], [], 0, 0
+        for rounds in range(1, self.settings.dynamic_sampling_rounds + 2):
+            # Round the refill up to whole units so it splits evenly over the ranks.
+            need = -(-(B - len(kept)) // U) * U
+            mine, n_tok = self.rollout(self.ranks.share(self.sampler.next(need), U), timer)
+            tokens += n_tok
+            fresh = _unshare(distributed.gather(mine), U // self.ranks.world)
+            kept += [g for g in fresh if g.informative]
+            leftover += [g for g in fresh if not g.informative]
+            if len(kept) >= B:
+                break
+        batch = (kept + leftover)[:B]  # still short after the last round: the last all-equal groups fill it
+        return Collected(self.ranks.share(batch, U), tokens, rounds)
+
+    def rollout(self, records: list[Record], timer) -> tuple[list[Group], int]:
+        with timer("rollout"):
+            prompts = [prompt_token_ids(r.problem, self.tokenizer, self.prompt, r.system) for r in records]
+            settings = self.settings
+            outs = self.rollout_engine.generate(prompts, n=settings.responses_per_question,
+                                                temperature=settings.temperature, top_p=settings.top_p,
+                                                max_tokens=settings.max_response_tokens, progress=False)
+        with timer("reward"):
+            grades = self.verifier.grade([grading_job(r, [c.text for c in cs]) for r, cs in zip(records, outs)])
+        groups, tokens = [], 0
+        for rec, comps, g in zip(records, outs, grades):
+            correct = [it.correct for it in g.items]
+            lengths = [len(c.token_ids) for c in comps]
+            groups.append(Group(rec, comps[0].prompt_token_ids, [c.token_ids for c in comps],
+                                [c.truncated for c in comps],
+                                shaped_rewards(correct, lengths, self.settings),
+                                correct, levels=[preference_level(it) for it in g.items],
+                                extracted=[it.extracted for it in g.items]))
+            tokens += sum(lengths)
+        return groups, tokens
+
+
+def _unshare(parts: list[list[Group]], part: int) -> list[Group]:
+    """Undo Ranks.share: the ranks' parts back in global order."""
+    chunks = len(parts[0]) // part if part else 0
+    return [g for c in range(chunks) for p in parts for g in p[c * part : (c + 1) * part]]

@@ -1,0 +1,1 @@
+"""Settings: the params schema's sections, recipes' methods, loading and checks."""

@@ -1,0 +1,136 @@
+"""A params file, loaded: the schema (rlvr.settings.sections), `auto` settings for this
+machine (rlvr.settings.hardware), the data sets' names (rlvr.data) and every method's
+training settings, each problem reported at once, before any compute.
+
+A method's objective settings are checked where the objectives are known
+(rlvr.settings.methods), so the data and report stages load params without loss code.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+from rlvr.cli import exit_on_config_error
+from rlvr.settings.datasets import BENCHMARKS, CHAT_TURN_SETS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
+from rlvr.schema import ConfigError, build, unknown_name
+from rlvr.settings import hardware
+from rlvr.settings.sections import DATASET_SYSTEM, EXTRA_SECTIONS, Params, ReportParams, check_params
+from rlvr.settings.train import method_entry
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    return parse_params(read_yaml(path), str(path))
+
+
+def read_yaml(path: str | Path) -> dict:
+    """A params file's mapping; a missing or malformed file is a ConfigError."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError([f"file not found: {path} (run from the repository root)"], str(path))
+    try:
+        return yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError([f"not valid YAML: {e}"], str(path)) from e
+
+
+def resolve_auto(raw: dict) -> dict:
+    """Replace `auto` precision settings by what this machine runs fastest."""
+    raw = copy.deepcopy(raw)
+    model = raw.get("model")
+    if isinstance(model, dict) and model.get("dtype") == "auto":
+        model["dtype"] = hardware.preferred_dtype()
+    sections = [raw.get("train"), *((raw.get("methods") or {}).values() if isinstance(raw.get("methods"), dict) else [])]
+    for section in sections:
+        if isinstance(section, dict) and section.get("bf16") == "auto":
+            section["bf16"] = hardware.has_fast_bf16()
+    return raw
+
+
+def parse_params(raw: dict, source: str = "params") -> Params:
+    problems: list[str] = []
+    params = core_params(raw, problems)
+    if problems:
+        # shared train: settings are checked once per method: report each problem once
+        raise ConfigError(list(dict.fromkeys(problems)), source)
+    return params
+
+
+def core_params(raw: dict, problems: list[str]) -> Params | None:
+    """Params from a raw mapping, appending every problem but the objectives'."""
+    raw = resolve_auto(raw)
+    extra = {k: raw[k] for k in EXTRA_SECTIONS if k in raw}
+    core = {k: v for k, v in raw.items() if k not in EXTRA_SECTIONS}
+    params = build(Params, core, "", problems, ignore=("extra",))
+    if params is None:
+        return None
+    params.extra = extra
+    check_params(params, problems)
+    check_data_names(params, problems)
+    methods = extra.get("methods") or {}
+    if not isinstance(methods, dict):
+        problems.append(f"'methods': expected a mapping of method names, got {type(methods).__name__}")
+        return params
+    for name in methods:
+        method_entry(params, name, problems)
+    build(ReportParams, extra.get("report") or {}, "report.", problems)
+    check_ablations(extra.get("report") or {}, methods, problems)
+    check_checkpoints(extra.get("checkpoints"), methods, problems)
+    return params
+
+
+def check_checkpoints(checkpoints, methods: dict, problems: list[str]) -> None:
+    """checkpoints: {name: hub id or local directory}, names apart from the methods and the base model."""
+    if checkpoints is None:
+        return
+    if not isinstance(checkpoints, dict):
+        problems.append(f"'checkpoints': expected a mapping of name -> hub id or local directory, got {checkpoints!r}")
+        return
+    for name, source in checkpoints.items():
+        if name == "base" or name in methods:
+            problems.append(f"'checkpoints.{name}': the name is taken by "
+                            f"{'the base model' if name == 'base' else 'a method'}; rename the checkpoint")
+        if not isinstance(source, str) or not source:
+            problems.append(f"'checkpoints.{name}': expected a hub id or a local directory, got {source!r}")
+
+
+def check_ablations(report: dict, methods: dict, problems: list[str]) -> None:
+    """report.ablations: {variant: full method}, both trained methods."""
+    ablations = (report.get("ablations") or {}) if isinstance(report, dict) else {}
+    if not isinstance(ablations, dict):
+        problems.append(f"'report.ablations': expected a mapping of variant -> full method, got {ablations!r}")
+        return
+    for variant, full in ablations.items():
+        for name in (variant, full):
+            if name not in methods:
+                problems.append(unknown_name(f"report.ablations ({variant}: {full})", name, tuple(methods),
+                                             what="method"))
+
+
+def check_data_names(p: Params, problems: list[str]) -> None:
+    train_ok = ("arithmetic", *HUB_TRAIN_SETS, *OFFLINE_TRAIN_SETS)
+    for name in p.data.train_sets:
+        if name not in train_ok:
+            problems.append(unknown_name("data.train_sets", name, train_ok))
+        elif name in HUB_TRAIN_SETS and p.data.source == "offline" and not p.data.hub_mirror:
+            problems.append(f"'data.train_sets' has '{name}', which comes from the hub: set data.source: online "
+                            "(or data.hub_mirror to local copies), or train on a vendored set "
+                            f"({', '.join(OFFLINE_TRAIN_SETS)})")
+    lacking = [n for n in p.data.train_sets if n not in CHAT_TURN_SETS]
+    if p.prompt.for_training().system == DATASET_SYSTEM and lacking:
+        problems.append(f"'prompt.train.system' is {DATASET_SYSTEM}, but {', '.join(lacking)} carry no system turn "
+                        f"(only {', '.join(CHAT_TURN_SETS)} do): set prompt.train.system to a text, or \"\" for none")
+    for name in p.data.benchmarks:
+        if name not in BENCHMARKS:
+            problems.append(unknown_name("data.benchmarks", name, BENCHMARKS))
+    for lv in p.data.arithmetic.levels:
+        if lv not in LEVELS:
+            problems.append(f"'data.arithmetic.levels' has unknown level {lv}; valid: {list(LEVELS)}")
+
+
+def params_or_exit(path: str = "params.yaml") -> Params:
+    """A stage's params, or its errors on stderr and exit status 2."""
+    with exit_on_config_error():
+        return load_params(path)

@@ -1,0 +1,133 @@
+"""A method: the shared training settings (`train:` with the entry's
+overrides) and one objective with its own settings (`methods.<name>:`).
+
+The objective's settings dataclass builds and checks the entry's other keys;
+what the objective needs (whole groups per loss call) meets the training
+settings here. Every method's problems are reported at once.
+
+    rlvr methods [RECIPE]    # each method: its objective and every setting off its default
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from rlvr.objectives.base import ObjectiveParams
+from rlvr.objectives.registry import objectives
+from rlvr.schema import ConfigError, build, unknown_name
+from rlvr.settings.load import core_params, read_yaml
+from rlvr.settings.sections import Params
+from rlvr.settings.train import TrainParams, check_rank_shares, check_token_budget, method_entry
+
+
+@dataclass
+class MethodConfig:
+    name: str
+    train: TrainParams
+    objective: ObjectiveParams  # the objective's settings dataclass; `.objective` is its name
+
+
+def method_config(params: Params, name: str) -> MethodConfig:
+    """`train:` defaults merged with `methods.<name>` overrides and the
+    objective's settings, validated."""
+    problems: list[str] = []
+    method = build_method(params, name, problems)
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)))
+    return method
+
+
+def build_method(params: Params, name: str, problems: list[str]) -> MethodConfig:
+    train, settings = method_entry(params, name, problems)
+    known = objectives()
+    chosen = settings.get("objective", ObjectiveParams.objective)
+    where = f"methods.{name}"
+    if chosen not in known:
+        problems.append(unknown_name(f"{where}.objective", chosen, sorted(known)))
+        return MethodConfig(name, train, ObjectiveParams(objective=str(chosen)))
+    cls = known[chosen].params
+    hp = build(cls, settings, f"{where}.", problems) or cls(objective=chosen)
+    hp.objective = chosen
+    hp.check(where, problems)
+    check_with_objective(where, train, hp, params, problems)
+    return MethodConfig(name, train, hp)
+
+
+def every_method(params: Params, problems: list[str]) -> None:
+    """Build every method of params, appending its problems."""
+    methods = params.extra.get("methods") or {}
+    for name in methods if isinstance(methods, dict) else ():
+        build_method(params, name, problems)
+
+
+def check_methods(params: Params) -> None:
+    """Every method of params; raises one ConfigError listing all problems."""
+    problems: list[str] = []
+    every_method(params, problems)
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)))
+
+
+def load_recipe(path: str | Path = "params.yaml") -> Params:
+    """load_params with every method's objective settings checked too."""
+    return parse_recipe(read_yaml(path), str(path))
+
+
+def parse_recipe(raw: dict, source: str = "params") -> Params:
+    problems: list[str] = []
+    params = recipe_params(raw, problems)
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)), source)
+    return params
+
+
+def recipe_params(raw: dict, problems: list[str]) -> Params | None:
+    """Params from a raw mapping, appending every problem, the objectives' too."""
+    params = core_params(raw, problems)
+    if params is not None:
+        every_method(params, problems)
+    return params
+
+
+def check_with_objective(where: str, t: TrainParams, hp: ObjectiveParams, params: Params,
+                         problems: list[str]) -> None:
+    """The training settings' rules that depend on the objective (the others: rlvr.settings.sections.check_train)."""
+    if hp.needs().whole_groups and t.sequences_per_call > 0:
+        check_rank_shares(where, t, params.launcher.world, problems, needs_groups=hp.objective)
+    elif hp.needs().whole_groups and t.max_tokens_per_call > 0:
+        if t.mini_batch_questions >= 1 and t.mini_batch_questions % params.launcher.world:
+            check_rank_shares(where, t, params.launcher.world, problems, needs_groups=hp.objective)
+        check_token_budget(where, t, params.engine.max_model_len, problems, needs_groups=hp.objective)
+
+
+def describe(params: Params) -> list[str]:
+    """One line per method: its objective, each objective setting off the settings'
+    default, and each training setting the entry overrides over `train:`."""
+    lines = []
+    for name, entry in (params.extra.get("methods") or {}).items():
+        m = method_config(params, name)
+        default = type(m.objective)(objective=m.objective.objective)
+        changed = [f"{f.name}={getattr(m.objective, f.name)!r}" for f in fields(m.objective)
+                   if f.name != "objective" and getattr(m.objective, f.name) != getattr(default, f.name)]
+        train = {f.name for f in fields(TrainParams)}
+        changed += [f"train.{k}={getattr(m.train, k)!r}" for k in (entry or {}) if k in train]
+        lines.append(f"{name}: {m.objective.objective}" + (f" ({', '.join(changed)})" if changed else ""))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="List a recipe's methods: each one's objective and every setting "
+                                             "off its default.")
+    ap.add_argument("recipe", nargs="?", default="params.yaml", help="a params file (default: params.yaml)")
+    args = ap.parse_args(argv)
+    params = load_recipe(args.recipe)
+    print("\n".join(describe(params)) or f"{args.recipe}: no methods")
+    return 0
+
+
+if __name__ == "__main__":
+    from rlvr.cli import tool
+
+    tool(main)

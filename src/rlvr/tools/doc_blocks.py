@@ -1,0 +1,116 @@
+"""Numbers in the README and docs that come from the code or from reports/,
+written in place between markers, so prose never carries a number by hand:
+
+    <!-- generated: memory_table -->
+    ...
+    <!-- end generated -->
+
+`rlvr doc-blocks` rewrites every block from its source (after a
+`dvc repro` changed reports/, or a recipe changed); tests/test_doc_blocks.py
+checks that each block is what its source gives now.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+FILES = ["README.md", "docs/gpu.md", "docs/default.md"]
+# A block's content starts on the marker's next line; an inline one right after the marker.
+BLOCK = re.compile(r"(<!-- generated: (\w+) -->(\n?))(.*?)(<!-- end generated -->)", re.S)
+
+
+def markdown_table(text: str, heading: str) -> list[dict[str, str]]:
+    """The rows of the first table after the heading that starts with `heading`."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip("#").strip().startswith(heading))
+    rows, i = [], start + 1
+    while not lines[i].startswith("|"):
+        i += 1
+    while i < len(lines) and lines[i].startswith("|"):
+        rows.append(lines[i])
+        i += 1
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    return [dict(zip(header, (c.strip() for c in row.strip("|").split("|")))) for row in rows[2:]]
+
+
+def readme_results() -> str:
+    """The default's headline: each method's arithmetic avg@k with its interval,
+    paired against the base model and against grpo (reports/results.md)."""
+    text = (ROOT / "reports" / "results.md").read_text()
+    k = re.search(r"## Main table: avg@(\d+)", text).group(1)
+    main = markdown_table(text, "Main table")
+    vs_base = {r["method"]: r["arithmetic"] for r in markdown_table(text, f"avg@{k}: paired difference against base")}
+    vs_grpo = {r["method"]: r["arithmetic"] for r in markdown_table(text, f"avg@{k}: paired difference against grpo")}
+    out = [f"| method | arithmetic avg@{k} | paired vs base | paired vs grpo |", "|---|---|---|---|"]
+    for row in main:
+        m = row["method"]
+        out.append(f"| {m} | {row['arithmetic'].strip('*')} | {vs_base.get(m, '')} | {vs_grpo.get(m, '')} |")
+    return "\n".join(out)
+
+
+def precision_row(precision: str, steps: int) -> dict[str, str]:
+    text = (ROOT / "reports" / "precision.md").read_text()
+    return next(r for r in markdown_table(text, "Precision") if r["precision"] == precision and r["steps"] == str(steps))
+
+
+def grpo_seeds() -> str:
+    """The default's grpo at three seeds (reports/precision.md, fp32, 10 steps), as words."""
+    seeds = precision_row("fp32", 10)["per seed"].split(", ")
+    return ", ".join(seeds[:-1]) + f" and {seeds[-1]}"
+
+
+def default_result() -> str:
+    """The default's result as a sentence (reports/results.md)."""
+    text = (ROOT / "reports" / "results.md").read_text()
+    k = re.search(r"## Main table: avg@(\d+)", text).group(1)
+    main = markdown_table(text, "Main table")
+    vs_grpo = markdown_table(text, f"avg@{k}: paired difference against grpo")
+    scores = ", ".join(f"{r['method']} {r['arithmetic'].strip('*')}" for r in main)
+    paired = " and ".join(f"{r['method']} ({r['mean']})" for r in vs_grpo)
+    return f"{scores}; paired against grpo on the mean over sets: {paired}"
+
+
+def memory_table() -> str:
+    from rlvr.tools.memory import recipe_table
+
+    return recipe_table(sorted((ROOT / "params").glob("*.yaml")))
+
+
+GENERATORS = {"readme_results": readme_results, "memory_table": memory_table, "grpo_seeds": grpo_seeds,
+              "default_result": default_result}
+
+
+def content(name: str, block: bool) -> str:
+    return GENERATORS[name]().rstrip("\n") + ("\n" if block else "")
+
+
+def blocks(text: str) -> list[tuple[str, str, str]]:
+    """(name, current content, what its source gives now) of every generated block of `text`."""
+    return [(m.group(2), m.group(4), content(m.group(2), bool(m.group(3)))) for m in BLOCK.finditer(text)]
+
+
+def rewrite(text: str) -> str:
+    return BLOCK.sub(lambda m: m.group(1) + content(m.group(2), bool(m.group(3))) + m.group(5), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    argparse.ArgumentParser(description="Rewrite the generated blocks of " + ", ".join(FILES)
+                            + " from their sources.").parse_args(argv)
+    for name in FILES:
+        path = ROOT / name
+        text = path.read_text()
+        new = rewrite(text)
+        if new != text:
+            path.write_text(new)
+            print(f"rewrote {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    from rlvr.cli import tool
+
+    tool(main)

@@ -1,0 +1,92 @@
+"""Training checkpoints: DeepSpeed state + trainer state + every rank's RNG.
+
+Saving and loading are collective (every rank calls them; DeepSpeed writes
+its own shards). The checkpoint is built in `<dir>.tmp` and renamed over
+`<dir>` by rank 0 only when complete, so a kill at any moment leaves the
+previous checkpoint intact. With several nodes, `runs/` must be on a
+filesystem every node sees (as DeepSpeed's own checkpoints assume).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rlvr import distributed
+from rlvr.atomic import commit_dir, recover_dir, remove_dir, staging_dir, write_json
+
+
+class StaleCheckpoint(RuntimeError):
+    """The run's checkpoint was made from other inputs, and nothing said to start over."""
+
+
+TAG = "state"  # DeepSpeed writes its own file named "latest"
+STATE = "trainer_state.json"
+
+
+def rng_state() -> dict:
+    """This rank's generators. On a GPU vLLM samples from the CUDA generator of
+    the rank's device, so that one is saved too."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state()  # the current device: the rank's (distributed.init)
+    return state
+
+
+def set_rng_state(s: dict) -> None:
+    random.setstate(s["python"])
+    np.random.set_state(s["numpy"])
+    torch.set_rng_state(s["torch"])
+    if torch.cuda.is_available() and "cuda" in s:
+        torch.cuda.set_rng_state(s["cuda"])
+    elif torch.cuda.is_available():
+        print("warning: the checkpoint has no CUDA generator state (written on a CPU): sampling continues "
+              "from the engine's seed, not from where the interrupted run stopped", flush=True)
+
+
+def _rng_file(rank: int) -> str:
+    return f"rng_rank{rank}.pt"
+
+
+def save(ds_engine, ckpt_dir: str | Path, state: dict, ranks: distributed.Ranks | None = None) -> None:
+    ranks = ranks or distributed.ranks_from_env()
+    ckpt_dir = Path(ckpt_dir)
+    tmp = ckpt_dir.with_name(ckpt_dir.name + ".tmp")
+    if ranks.main:
+        staging_dir(ckpt_dir)
+    distributed.barrier()
+    ds_engine.save_checkpoint(str(tmp), tag=TAG)
+    torch.save(rng_state(), tmp / _rng_file(ranks.rank))
+    distributed.barrier()
+    if ranks.main:
+        write_json(tmp / STATE, state)
+        commit_dir(tmp, ckpt_dir)
+    distributed.barrier()
+
+
+def read_state(ckpt_dir: str | Path) -> dict | None:
+    """The trainer state of a complete checkpoint, or None (every rank reads it)."""
+    ckpt_dir = Path(ckpt_dir)
+    if distributed.ranks_from_env().main:
+        recover_dir(ckpt_dir, STATE)
+    distributed.barrier()
+    path = ckpt_dir / STATE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def load(ds_engine, ckpt_dir: str | Path, ranks: distributed.Ranks | None = None) -> dict:
+    ranks = ranks or distributed.ranks_from_env()
+    ckpt_dir = Path(ckpt_dir)
+    ds_engine.load_checkpoint(str(ckpt_dir), tag=TAG)
+    set_rng_state(torch.load(ckpt_dir / _rng_file(ranks.rank), weights_only=False))
+    return json.loads((ckpt_dir / STATE).read_text())
+
+
+def discard(ckpt_dir: str | Path) -> None:
+    if distributed.ranks_from_env().main:
+        remove_dir(ckpt_dir)
+    distributed.barrier()

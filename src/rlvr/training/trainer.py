@@ -1,0 +1,299 @@
+"""The RL loop: vLLM rollouts -> verifier rewards -> DeepSpeed updates -> weight push.
+
+One rollout step, on every rank of a data-parallel job (one rank without a launcher):
+  1. this rank's share of the step's B questions, n responses each from its
+     own vLLM engine (pi_old), graded and shaped (rlvr.rollout.groups)
+  2. the update (rlvr.training.update): pi_old's log-probs, then epochs x mini-batches
+     of loss calls, one optimizer step per mini-batch; the objective's
+     settings say what the loss needs (entropies, whole groups, a reference
+     model, an anchor), so nothing here knows an objective by name
+  3. the new weights pushed into this rank's vLLM engine in place
+  4. metrics reduced over ranks (rlvr.training.step_metrics); rank 0 writes them
+  5. every train.eval_every steps and at the last: validation, the light
+     profile (validation:) on the problems held out of the training mixture,
+     in the same engine; a step that beats every earlier one is kept as an
+     HF snapshot (the best on validation), the one it beats is deleted once a
+     checkpoint records the new best
+
+Rank 0 alone writes steps.csv, MLflow, snapshots and the final model
+(rlvr.run_files); checkpoints are collective.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from rlvr import distributed
+from rlvr.data.records import read_records
+from rlvr.digests import file_md5
+from rlvr.grading.pool import Verifier
+from rlvr.objectives import registry
+from rlvr.rollout.groups import Collected, Group, QuestionSampler, RolloutCollector, training_groups
+from rlvr.run_files import Snapshots, StepLog
+from rlvr.schema import settings_hash
+from rlvr.settings.methods import MethodConfig
+from rlvr.settings.sections import Params
+from rlvr.stopping import StopRequest, TrainingStopped
+from rlvr.tracking.tracker import NullTracker
+from rlvr.training import checkpoint
+from rlvr.training.engine import full_weights, policy_engines, warmup_lr
+from rlvr.training.gpu_memory import PhaseMemory
+from rlvr.training.outputs import RunOutputs
+from rlvr.training.step_metrics import PHASES, PhaseTimer, StepMetrics
+from rlvr.training.update import PolicyUpdate
+
+
+class StepAbandoned(Exception):
+    """A stop was asked for before this step's update: its rollout is dropped."""
+
+
+class Trainer(RunOutputs):
+    def __init__(self, params: Params, method: MethodConfig, model_path: str, run_dir: str | Path,
+                 final_dir: str | Path, tracker=None, rollout_engine=None, steps_file: str | Path | None = None,
+                 fresh_on_change: bool = True):
+        """`fresh_on_change`: a checkpoint made from other inputs is deleted (saying
+        which inputs changed) and training starts over; False: StaleCheckpoint."""
+        self.params, self.method = params, method
+        self.settings, self.objective = method.train, method.objective  # TrainParams, the objective's params
+        self.prompt = params.prompt.for_training()
+        self.model_path, self.run_dir, self.final_dir = str(model_path), Path(run_dir), Path(final_dir)
+        self.ckpt_dir = self.run_dir / "checkpoint"
+        self.steps_file = Path(steps_file) if steps_file else self.run_dir / "steps.csv"
+        self.step_log = StepLog(self.steps_file)
+        self.tracker = tracker or NullTracker()
+        self.ranks = distributed.ranks_from_env()
+        self.anchor: float | None = None  # the objective's constant from its first step (Needs.anchor)
+        self.bad_in_a_row = 0
+        self.stop = StopRequest(self._say)
+        self.stop_after: int | None = None  # request_stop(after_step)
+        self.saved_step = 0  # the step the checkpoint on disk holds
+        self.last_groups: list[Group] = []
+        self.rollout_engine, self.fresh_on_change = rollout_engine, fresh_on_change
+        self.validator = None  # an Evaluator on the held-out problems, built on the first validation
+        self.best: dict | None = None  # the best validation so far: {"step", "score"}
+
+    # ---- set-up -------------------------------------------------------------
+
+    def setup(self) -> int:
+        """Build the engines; resume from the checkpoint if it matches. Returns the next step."""
+        from transformers import AutoTokenizer
+
+        self.ranks = distributed.init(self.params.launcher.timeout_s)
+        self.device = self.ranks.device  # this rank's GPU (cuda:LOCAL_RANK), or the CPU
+        distributed.share_cpu_cores(self.ranks, self.params.launcher.procs_per_node)
+        # vLLM runs in-process and samples from the global torch generator, so
+        # the global seed is the rank's rollout seed: one seed would make every
+        # rank draw the same responses.
+        rollout_seed = self.params.engine.seed + 1000 * self.settings.seed + self.ranks.rank
+        torch.manual_seed(rollout_seed)
+        random.seed(rollout_seed)
+        train_file = self.params.data.train_dir / "train.jsonl"
+        self.sampler = QuestionSampler(read_records(train_file), self.settings.seed)
+        self.identity = self.run_identity(train_file)
+        self.hash = settings_hash(self.identity)
+        self.snapshots = Snapshots(self.run_dir / "snapshots", self.hash)
+        state = self._usable_state()  # before any engine is built: a refused checkpoint costs nothing
+        self.tracker.start(resume=(state or {}).get("tracking_run_id"))  # a resumed training keeps its run
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        needs = self.objective.needs()
+        self.ds_engine, ref_model = policy_engines(self.model_path, self.settings, needs.reference_model,
+                                                   self.ranks.world, self.device)
+        self.update = PolicyUpdate(self.ds_engine, registry.objective(self.objective.objective).loss, self.objective,
+                                   self.settings, self.pad_id, self.ranks, self.device, ref_model=ref_model)
+        if self.rollout_engine is None:
+            from rlvr.rollout.engine import RolloutEngine
+
+            self.rollout_engine = RolloutEngine.from_params(self.model_path, self.params.engine,
+                                                            self.params.model.dtype, seed=rollout_seed,
+                                                            sleep_mode=True)
+        self.verifier = Verifier.from_params(self.params, half="train")
+        self.collector = RolloutCollector(self.rollout_engine, self.verifier, self.tokenizer, self.prompt,
+                                          self.settings, self.sampler, self.ranks)
+        return self._resume(state)
+
+    def run_identity(self, train_file: Path) -> dict[str, str]:
+        """What a checkpoint is valid for, input by input (a hash each): a
+        checkpoint from other inputs cannot be resumed."""
+        parts = {"training settings": dataclasses.asdict(self.settings),
+                 "objective settings": dataclasses.asdict(self.objective), "initial model": self.model_path,
+                 "training data": file_md5(train_file), "training prompt": dataclasses.asdict(self.prompt),
+                 "number of ranks": self.ranks.world}
+        if self.settings.eval_every:  # what the choice of the best checkpoint depends on
+            path = self.params.data.validation_file
+            if not path.exists():
+                raise FileNotFoundError(f"{path} not found: train.eval_every validates on problems held out of the "
+                                        "training mixture; set data.validation_size and run dvc repro prepare_data")
+            parts.update({"validation data": file_md5(path),
+                          "validation settings": dataclasses.asdict(self.params.validation)})
+        return {name: settings_hash(value) for name, value in parts.items()}
+
+    def _usable_state(self) -> dict | None:
+        """The checkpoint's state if it can be resumed; one made from other
+        inputs is deleted (fresh_on_change) or refused, naming the inputs."""
+        state = checkpoint.read_state(self.ckpt_dir)
+        if state is None or state.get("params_hash") == self.hash:
+            return state
+        saved = state.get("identity") or {}
+        changed = [name for name, h in self.identity.items() if saved.get(name) != h]
+        what = (f"{self.ckpt_dir} (step {state.get('step')}) was made with other "
+                f"{', '.join(changed) or 'inputs (an earlier version of this trainer)'}")
+        if not self.fresh_on_change:
+            raise checkpoint.StaleCheckpoint(f"{what}: rerun with --fresh to start over (deleting it and the step log), or "
+                                  "restore those inputs to resume it")
+        self._say(f"{what}: starting fresh")
+        checkpoint.discard(self.ckpt_dir)
+        if self.ranks.main:
+            shutil.rmtree(self.snapshots.root, ignore_errors=True)
+        return None
+
+    def _resume(self, state: dict | None) -> int:
+        if state is None:
+            self._truncate_steps(0)
+            return 0
+        state = checkpoint.load(self.ds_engine, self.ckpt_dir, self.ranks)
+        self.sampler.position = state["data_position"]
+        self.anchor = state.get("entropy_anchor")
+        self.best = state.get("best")
+        self.saved_step = state["step"]
+        self.prune_snapshots()
+        self._truncate_steps(state["step"])
+        self.push_weights()
+        self._say(f"resumed from step {state['step']}")
+        return state["step"]
+
+    def _say(self, text: str) -> None:
+        if self.ranks.main:
+            print(f"[train@{self.method.name}] {text}", flush=True)
+
+    # ---- the loop -------------------------------------------------------------
+
+    def train(self) -> list[dict]:
+        start = self.setup()
+        steps, every = self.settings.steps, self.settings.eval_every
+        rows = []
+        try:
+            bar = tqdm(range(start, steps), initial=start, total=steps, desc=f"train {self.method.name}",
+                       disable=not self.ranks.main)
+            with self.stop:
+                for step in bar:
+                    row = self._step_or_stop(step)
+                    rows.append(row)
+                    bar.set_postfix(reward=f"{row['reward_mean']:.3f}", kl=f"{row['kl']:.2e}",
+                                    s=f"{row['time_total']:.0f}")
+                    done = step + 1
+                    improved = every > 0 and (done % every == 0 or done == steps) and self.validate(done, row)
+                    self._record(row, self.last_groups)
+                    # Every rank must stop at the same step, whichever got the signal.
+                    stop = distributed.any_rank(self.stop.requested or done == self.stop_after)
+                    if improved and done < steps:
+                        self.save_snapshot(done)  # before the checkpoint: a resumed run never lacks it
+                    if done % self.settings.checkpoint_every == 0 or done == steps or stop:
+                        self._save(done)
+                        self.prune_snapshots()
+                    if stop:
+                        raise TrainingStopped(f"stopped by {self._stop_cause()} after step {done}, checkpointed; "
+                                              "rerun to resume")
+                self._save_final()
+        finally:
+            self.verifier.close()
+        return rows
+
+    def _step_or_stop(self, step: int) -> dict:
+        """`step`, or, when a stop comes before its update, the run as it was
+        before the step (generators and data position back, so a resumed run
+        draws what this one would have) checkpointed, then TrainingStopped."""
+        generators, position = checkpoint.rng_state(), self.sampler.position
+        try:
+            return self.step(step)
+        except StepAbandoned:
+            checkpoint.set_rng_state(generators)
+            self.sampler.position = position
+            if step > self.saved_step:
+                self._save(step)
+            held = f"the checkpoint holds step {self.saved_step}" if self.saved_step else "no step was complete"
+            raise TrainingStopped(f"stopped by {self._stop_cause()} during the rollout of step {step + 1}: the step "
+                                  f"was dropped before its update; {held}; rerun to resume") from None
+
+    def _stop_cause(self) -> str:
+        if self.stop.requested:
+            return self.stop.name
+        return "request" if self.stop_after else "a signal to another rank"
+
+    def request_stop(self, after_step: int | None = None) -> None:
+        """Stop as a scheduler's SIGTERM does, or, with `after_step`, once that
+        step is complete and checkpointed (TrainingStopped either way)."""
+        if after_step is None:
+            self.stop.request(signal.SIGTERM)
+        self.stop_after = after_step
+
+    def step(self, step: int, groups: list[Group] | None = None) -> dict:
+        """One rollout step. `groups` (this rank's share, already graded) skips
+        the rollout: tests and benchmarks drive the update with them."""
+        timer, metrics, memory = PhaseTimer(), StepMetrics(), PhaseMemory(self.device)
+        t0 = time.perf_counter()
+        collected = self.collector.collect(timer) if groups is None else Collected(groups, 0, 0)
+        if groups is None and distributed.any_rank(self.stop.requested):
+            raise StepAbandoned  # nothing changed yet but the generators and the data position
+        memory.rollout_done()
+        lr = warmup_lr(step, self.settings.lr, self.settings.warmup_steps)
+        for g in self.ds_engine.optimizer.param_groups:
+            g["lr"] = lr
+        self.rollout_engine.sleep()  # frees the GPU memory vLLM holds (KV cache, weights) for the update
+        groups = training_groups(collected.groups, self.settings, self.ranks)
+        memory.update_starts()
+        self.anchor, self.old_pass_groups = self.update.run(groups, self.sampler.position, self.anchor, metrics, timer)
+        memory.update_done()
+        metrics.maxima.update(memory.gib)
+        with timer("weight_push"):
+            self.push_weights()  # wakes the engine with the new weights
+        metrics.add_groups(collected.groups)
+        self.last_groups = collected.groups  # this rank's, for the completions table
+        metrics.totals.update(rollout_tokens=collected.rollout_tokens, rollout_rounds=collected.rounds)
+        metrics.maxima.update({f"time_{p}": timer.seconds[p] for p in PHASES})
+        metrics.maxima["time_total"] = time.perf_counter() - t0
+        row = {"step": step + 1, **metrics.reduce(), "lr": lr}
+        if self.anchor is not None:
+            row["entropy_anchor"] = self.anchor
+        self._check_bad_steps(row.pop("skipped_step", 0.0) > 0)
+        return row
+
+    def _check_bad_steps(self, bad: bool) -> None:
+        """`bad` is already reduced over ranks, so every rank stops together."""
+        self.bad_in_a_row = self.bad_in_a_row + 1 if bad else 0
+        if self.bad_in_a_row >= self.settings.max_bad_steps:
+            self._save(None)
+            raise TrainingStopped(f"{self.bad_in_a_row} steps in a row had non-finite losses; "
+                                  "lower train.lr or check the data; a checkpoint was saved")
+
+    def validate(self, step: int, row: dict) -> bool:
+        """Score the engine's weights (this step's, just pushed) with the
+        validation profile; adds val_* to `row`. True when the step beats
+        every earlier validation (ties keep the earlier step). Collective."""
+        if self.validator is None:
+            from rlvr.evaluation.evaluator import Evaluator
+
+            self.validator = Evaluator.validation(self.params, self.model_path, self.rollout_engine, self.prompt)
+        t0 = time.perf_counter()
+        metrics, _, _ = self.validator.evaluate(f"validate step {step}")
+        mean = metrics.get("mean", {})
+        score = distributed.all_sum([mean.get("avg@k", 0.0) if self.ranks.main else 0.0])[0]  # rank 0's
+        row.update({f"val_{m}": mean[m] for m in ("avg@k", "pass@k", "maj@k") if m in mean})
+        row["time_validation"] = time.perf_counter() - t0
+        if self.best is not None and score <= self.best["score"]:
+            return False
+        self.best = {"step": step, "score": score}
+        return True
+
+    def push_weights(self) -> None:
+        """This rank's weights into its rollout engine (waking it if asleep)."""
+        with full_weights(self.ds_engine, self.settings.zero_stage) as weights:
+            self.rollout_engine.load_weights(weights)

@@ -1,0 +1,288 @@
+"""The policy update of one rollout step on one rank: pi_old's log-probs, the
+loss calls, the non-finite-loss guard.
+
+Device discipline: batches are packed on the CPU (cheap Python work) and
+moved to the rank's device in one place, `PolicyUpdate.packed`; every other
+tensor of the update (rewards, pi_old's rows, the reference log-probs) is
+built on that device. The loss calls' metrics stay there as 0-dim tensors
+and are read once per step (rlvr.training.step_metrics): on a GPU each read is a host
+sync. The one sync per loss call left is deliberate: whether the loss is
+finite decides what is back-propagated.
+
+pi_old costs half a forward pass: until the first optimizer step of a
+rollout step the policy still is pi_old, so the first mini-batch takes its
+old log-probs (and the step's entropy metrics) from its own update forward;
+the other mini-batches get a no-grad pass first.
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from rlvr import distributed
+from rlvr.objectives.base import MiniBatchTotals, PolicyBatch, policy_kl
+from rlvr.rollout.groups import Group, rows_shared
+from rlvr.settings.train import call_rows
+from rlvr.training.entropy import ENTROPIES
+from rlvr.training.loss_calls import Row, plan_calls, row_tokens, rows_of
+from rlvr.training.packing import Packed, pack, pack_flat
+from rlvr.training.policy import evaluate_tokens
+from rlvr.training.step_metrics import StepMetrics
+
+
+class EntropyMeter:
+    """pi_old's entropies over a step's response tokens (device sums, read once
+    per step), and on the first step of an objective with an anchor (SIREN)
+    the top-p entropies it comes from."""
+
+    def __init__(self, keep_for_anchor: bool = False):
+        self.keep_for_anchor = keep_for_anchor
+        self.sums: dict[str, torch.Tensor] = {}
+        self.tokens = 0.0
+        self.perplexity_sum: torch.Tensor | float = 0.0  # over responses: exp(-mean token log-prob)
+        self.responses = 0.0
+        self.kept: list[tuple[dict[str, torch.Tensor], torch.Tensor]] = []
+
+    def add(self, out: dict[str, torch.Tensor], mask: torch.Tensor, tokens: int) -> None:
+        for name in ENTROPIES:
+            total = (out[name].detach() * mask).sum().double()
+            self.sums[name] = self.sums[name] + total if name in self.sums else total
+        self.tokens += tokens
+        self.perplexity_sum = self.perplexity_sum + response_perplexity(out["logp"].detach(), mask).sum().double()
+        self.responses += mask.shape[0]
+        if self.keep_for_anchor:
+            self.kept.append(({name: out[name].detach() for name in ENTROPIES}, mask))
+
+    def anchor(self, value) -> float:
+        """Over every rollout of the step on every rank: the response-weighted
+        mean of `value(entropies, mask)` per pi_old pass."""
+        weighted = sum(value(h, m) * m.shape[0] for h, m in self.kept)
+        rows = sum(m.shape[0] for _, m in self.kept)
+        weighted, rows = distributed.all_sum([weighted, float(rows)])
+        return weighted / rows
+
+
+def response_perplexity(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """[N] exp(-mean token log-prob) of each response under pi_old's sampling
+    distribution (SIREN's perplexity analysis); an empty response gives 1."""
+    return torch.exp(-(logp * mask).sum(-1) / mask.sum(-1).clamp(min=1))
+
+
+def response_tokens(rows: list[Row]) -> int:
+    return sum(len(g.responses[i]) for g, i in rows)
+
+
+def forward_tokens(rows: list[Row]) -> int:
+    """Real tokens one forward pass over `rows` reads (a prompt per response)."""
+    return sum(row_tokens(r) for r in rows)
+
+
+def old_logp_of(row: Row) -> torch.Tensor | None:
+    g, i = row
+    return None if g.old_logp is None else g.old_logp[i]
+
+
+def keep_old_logp(rows: list[Row], logp: torch.Tensor) -> None:
+    """Store each row's pi_old log-probs (`logp`'s rows in `rows`' order)."""
+    for (g, i), lp in zip(rows, logp.detach()):
+        if g.old_logp is None:
+            g.old_logp = [None] * len(g.responses)
+        g.old_logp[i] = lp[: len(g.responses[i])].clone()
+
+
+class PolicyUpdate:
+    """One rank's update: `engine` is DeepSpeed's (or anything with `.module`,
+    `.backward(loss, scale_wrt_gas=False)` and `.step()`), stepped once per
+    mini-batch after its loss calls (rlvr.training.loss_calls): the caller owns the
+    accumulation boundary, since the number of calls varies with the lengths;
+    `loss_fn(batch, objective)` is the objective's loss, returning its call's
+    share of the mini-batch loss, and `objective` its settings, which say what
+    the loss needs (ObjectiveParams.needs)."""
+
+    def __init__(self, engine, loss_fn, objective, train, pad_id: int, ranks: distributed.Ranks, device: torch.device,
+                 ref_model=None):
+        self.engine, self.loss_fn, self.objective, self.train = engine, loss_fn, objective, train
+        self.pad_id, self.ranks, self.device = pad_id, ranks, device
+        self.needs = objective.needs()
+        self.ref_model = ref_model
+        if self.needs.reference_model and ref_model is None:
+            raise ValueError(f"{objective.objective} with these settings needs a reference model (ref_model)")
+        # loss calls of whole groups: by micro_batch_questions, or the objective needs them
+        self.whole_groups = train.max_tokens_per_call <= 0 or self.needs.whole_groups
+        self.call_rows = call_rows(train, ranks.world, self.needs.whole_groups)  # 0: calls by groups or tokens
+        self.topp = {"top_p": self.needs.topp[0], "top_k": self.needs.topp[1]}
+        self.reuse_first_forward = True  # False: a separate pi_old pass for every group (tests compare the two)
+
+    @property
+    def measures_anchor(self) -> bool:
+        return self.needs.anchor is not None
+
+    def mini_batches(self, order: list[Group]) -> list[list[Row]]:
+        """This rank's rows of each mini-batch of `order`: its groups of each
+        (order holds this rank's share), or, when the ranks share responses
+        (rlvr.rollout.groups.rows_shared), its slice of each mini-batch's rows (order
+        holds every group)."""
+        world, rank, m = self.ranks.world, self.ranks.rank, self.train.mini_batch_questions
+        if not rows_shared(self.train, world):
+            return [rows_of(order[i : i + m // world]) for i in range(0, len(order), m // world)]
+        out, s = [], self.call_rows
+        for i in range(0, len(order), m):
+            rows = rows_of(order[i : i + m])
+            if s > 0:  # call k of every rank together: rows [k W s, (k + 1) W s) of the mini-batch, in order
+                out.append([r for k in range(0, len(rows), world * s) for r in rows[k + rank * s : k + (rank + 1) * s]])
+            else:
+                part = len(rows) // world
+                out.append(rows[rank * part : (rank + 1) * part])
+        return out
+
+    def packed(self, rows: list[Row]) -> Packed:
+        """The loss call's batch, packed on the CPU and moved to the rank's
+        device: the one place where training data leaves the host. Whole
+        groups share their prompt's forward pass (rlvr.training.policy)."""
+        prompts, responses = [g.prompt_ids for g, _ in rows], [g.responses[i] for g, i in rows]
+        if self.train.padding_free:
+            return pack_flat(prompts, responses, self.pad_id).to(self.device)
+        n = self.train.responses_per_question
+        whole = self.whole_groups and len(rows) % n == 0 and all(i == k % n for k, (_, i) in enumerate(rows))
+        return pack(prompts, responses, self.pad_id, group_size=n if whole else 1).to(self.device)
+
+    def epoch_orders(self, groups: list[Group], position: int) -> list[list[Group]]:
+        """The order of the groups in each epoch. The first epoch keeps the
+        sampled order, so the ranks' mini-batches are the one-rank mini-batches
+        split (rlvr.distributed.Ranks.share); later epochs reshuffle each rank's
+        share, or all groups alike on every rank when the ranks share responses."""
+        own = 0 if rows_shared(self.train, self.ranks.world) else self.ranks.rank
+        rng = random.Random(self.train.seed + position + 7919 * own)
+        orders = [groups[:]]
+        for _ in range(1, self.train.epochs_per_step):
+            order = groups[:]
+            rng.shuffle(order)
+            orders.append(order)
+        return orders
+
+    def old_pass_rows(self, first_epoch: list[list[Row]], anchor_pending: bool) -> list[Row]:
+        """Rows whose pi_old log-probs need a forward pass of their own: all
+        but the first mini-batch's, or all of them on the first step of an
+        objective with an anchor (over every rollout of the step, it must
+        exist before the first loss)."""
+        skip = 0 if anchor_pending or not self.reuse_first_forward else 1
+        return [r for mb in first_epoch[skip:] for r in mb]
+
+    @torch.no_grad()
+    def old_logprobs(self, rows: list[Row], meter: EntropyMeter) -> None:
+        """pi_old's log-probs of `rows`, and their entropies into `meter`."""
+        for call in plan_calls(rows, self.train, self.whole_groups, agree=False, call_rows=self.call_rows):
+            packed = self.packed(call)
+            out = evaluate_tokens(self.engine.module, packed, self.train.temperature, entropies=ENTROPIES,
+                                  topp=self.topp)
+            meter.add(out, packed.response_mask, response_tokens(call))
+            keep_old_logp(call, out["logp"])
+
+    def policy_batch(self, rows: list[Row], packed: Packed, out: dict, totals: MiniBatchTotals,
+                     anchor: float | None) -> PolicyBatch:
+        old = torch.zeros_like(out["logp"])
+        for k, row in enumerate(rows):
+            lp = old_logp_of(row)
+            old[k, : lp.numel()] = lp
+        ref = None
+        if self.ref_model is not None:
+            with torch.no_grad():
+                ref = evaluate_tokens(self.ref_model, packed, self.train.temperature)["logp"]
+        gathered = self.call_rows > 0 and self.ranks.world > 1
+        return PolicyBatch(
+            logp=out["logp"], old_logp=old, mask=packed.response_mask,
+            rewards=torch.tensor([g.rewards[i] for g, i in rows], device=self.device),
+            group_size=self.train.responses_per_question,
+            group_rewards=torch.tensor([g.rewards for g, _ in rows], device=self.device),
+            max_response_len=max(self.train.max_response_tokens, packed.response_ids.shape[1]),
+            ref_logp=ref, entropy=out.get("entropy"), topp_entropy=out.get("topp_entropy"),
+            entropy_anchor=anchor, totals=totals,
+            gather=distributed.gather_rows if gathered else None, gather_ranks=self.ranks.world if gathered else 1,
+            levels=None if any(g.levels is None for g, _ in rows) else
+            torch.tensor([g.levels[i] for g, i in rows], device=self.device),
+        )
+
+    def mini_batch_totals(self, mini_batches: list[list[Row]]) -> list[MiniBatchTotals]:
+        """Per optimizer step: its responses, real response tokens and groups
+        on all ranks, what the objectives' batch-level means divide by."""
+        local = []
+        for rows in mini_batches:
+            local += [float(len(rows)), float(response_tokens(rows)),
+                      float(len(rows)) / self.train.responses_per_question]
+        summed = distributed.all_sum(local)
+        return [MiniBatchTotals(responses=max(summed[j], 1.0), tokens=max(summed[j + 1], 1.0),
+                                groups=max(summed[j + 2], 1.0)) for j in range(0, len(summed), 3)]
+
+    def run(self, groups: list[Group], position: int, anchor: float | None, metrics: StepMetrics,
+            timer) -> tuple[float | None, int]:
+        """The whole update of one rollout step. Returns the objective's anchor
+        (measured on its first step) and how many groups had a pi_old pass of their own."""
+        epochs = [self.mini_batches(order) for order in self.epoch_orders(groups, position)]
+        pending = self.measures_anchor and anchor is None
+        meter = EntropyMeter(keep_for_anchor=pending)
+        separate = self.old_pass_rows(epochs[0], pending)
+        with timer("old_logprobs"):
+            self.old_logprobs(separate, meter)
+            if pending:
+                anchor = meter.anchor(self.needs.anchor)
+        with timer("update"):
+            self._loss_calls([mb for epoch in epochs for mb in epoch], meter, metrics, anchor)
+        metrics.add_entropies(meter.sums, meter.tokens)
+        metrics.add("perplexity", meter.perplexity_sum, meter.responses)
+        return anchor, len({id(g) for g, _ in separate})
+
+    def _loss_calls(self, mini_batches: list[list[Row]], meter: EntropyMeter, metrics: StepMetrics,
+                    anchor: float | None) -> None:
+        """Each mini-batch's loss calls, then one optimizer step."""
+        skipped, steps = 0, 0
+        for mb, totals in zip(mini_batches, self.mini_batch_totals(mini_batches)):
+            for rows in plan_calls(mb, self.train, self.whole_groups, call_rows=self.call_rows):
+                skipped += self._loss_call(rows, totals, meter, metrics, anchor, first_update=steps == 0)
+            self.engine.step()
+            steps += 1
+        metrics.totals["skipped_updates"] += skipped
+        metrics.maxima["skipped_step"] = float(skipped > 0)
+
+    def _loss_call(self, rows: list[Row], totals: MiniBatchTotals, meter: EntropyMeter, metrics: StepMetrics,
+                   anchor: float | None, first_update: bool) -> int:
+        """Forward, loss and backward of one call; returns 1 if its loss was
+        not finite (then an exact zero is back-propagated instead)."""
+        if not rows:  # this rank has fewer rows than calls: take part in the gradient reduction only
+            self._backward_zero()
+            return 0
+        packed = self.packed(rows)
+        on_policy = old_logp_of(rows[0]) is None  # pi_theta is still pi_old: measure it here
+        if on_policy and not first_update:
+            raise RuntimeError("old log-probs missing after an optimizer step")
+        out = evaluate_tokens(self.engine.module, packed, self.train.temperature,
+                              entropies=ENTROPIES if on_policy else self.needs.entropies,
+                              grad_entropies=self.needs.grad_entropies, topp=self.topp)
+        tokens = float(response_tokens(rows))
+        if on_policy:
+            meter.add(out, packed.response_mask, tokens)
+            keep_old_logp(rows, out["logp"])
+        batch = self.policy_batch(rows, packed, out, totals, anchor)
+        result = self.loss_fn(batch, self.objective)
+        metrics.totals["train_tokens"] += float(forward_tokens(rows))
+        metrics.totals["train_padded_tokens"] += float(packed.input_ids.numel())
+        metrics.totals["loss_calls"] += 1.0
+        skipped = 0
+        if bool(torch.isfinite(result.loss)):  # the one host sync of a loss call
+            # DeepSpeed averages gradients over the ranks; the calls' shares add
+            # up to the mini-batch's loss over all ranks, so undo the average.
+            self.engine.backward(result.loss * self.ranks.world, scale_wrt_gas=False)
+        else:
+            skipped = 1
+            self._backward_zero()
+        with torch.no_grad():
+            kl = policy_kl(batch.logp, batch.old_logp, batch.mask)
+        metrics.add("kl", kl * tokens, tokens)  # over the step's tokens, however they were cut into calls
+        metrics.add("loss", result.loss.detach(), batch.share)  # the step's mean of mini-batch losses
+        metrics.add_loss_call(result.metrics)
+        return skipped
+
+    def _backward_zero(self) -> None:
+        """An exact zero gradient: the call still takes part in ZeRO's reduction."""
+        self.engine.backward(sum(p.sum() for p in self.engine.module.parameters()) * 0.0, scale_wrt_gas=False)

@@ -1,0 +1,87 @@
+"""The package's layout: packages by role, in one order, each importing only
+its own and the ones below it; a few flat foundations; no module over 300
+lines. `rlvr <tool>` (rlvr/__main__.py) is the program on top of them all."""
+
+import ast
+from pathlib import Path
+
+from helpers import REPO
+
+RLVR = REPO / "src" / "rlvr"
+# Bottom to top: a package may import itself and what comes before it.
+ORDER = ("", "objectives", "settings", "data", "grading", "rollout", "tracking", "evaluation", "training", "report",
+         "tools")
+# "": the flat foundations, which import only each other.
+FOUNDATIONS = {"__init__", "atomic", "cli", "digests", "distributed", "model", "run_files", "runs", "schema", "stats",
+               "stopping"}
+MAX_LINES = 300
+
+
+def layer(path: Path) -> str:
+    """The package a file of src/rlvr belongs to ("" for a flat module)."""
+    parts = path.relative_to(RLVR).parts
+    return parts[0] if len(parts) > 1 else ""
+
+
+def rlvr_imports(path: Path) -> set[str]:
+    """Packages (or "" for a flat module) that `path` imports, function-level
+    imports included, its `__main__` block left out (nothing imports a program)."""
+    tree = ast.parse(path.read_text())
+    tree.body = [n for n in tree.body if not (isinstance(n, ast.If) and "__main__" in ast.unparse(n.test))]
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names |= {node.module} | ({f"{node.module}.{a.name}" for a in node.names} if node.module == "rlvr" else set())
+    out = set()
+    for name in names:
+        parts = name.split(".")
+        if parts[0] != "rlvr" or len(parts) == 1:
+            continue
+        out.add(parts[1] if (RLVR / parts[1]).is_dir() else "")
+    return out
+
+
+def upward_imports(root: Path = RLVR) -> list[str]:
+    problems = []
+    for f in sorted(root.rglob("*.py")):
+        if f.name == "__main__.py" and f.parent == root:
+            continue
+        own = layer(f)
+        for target in rlvr_imports(f):
+            if ORDER.index(target) > ORDER.index(own):
+                problems.append(f"{f.relative_to(root)} ({own or 'flat'}) imports {target or 'a flat module'}, above it")
+    return problems
+
+
+def test_every_package_has_its_place_in_the_order():
+    packages = {p.name for p in RLVR.iterdir() if (p / "__init__.py").exists()}
+    assert packages == set(ORDER) - {""}
+
+
+def test_no_package_imports_one_above_it():
+    assert upward_imports() == []
+
+
+def test_an_upward_import_is_caught(monkeypatch, tmp_path):
+    planted = RLVR / "objectives" / "advantages.py"
+    text = planted.read_text() + "\n\ndef _planted():\n    from rlvr.training.trainer import Trainer\n"
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: text if self == planted else
+                        Path.read_bytes(self).decode())
+    assert upward_imports() == ["objectives/advantages.py (objectives) imports training, above it"]
+
+
+def test_the_flat_modules_are_the_foundations():
+    flat = {f.stem for f in RLVR.glob("*.py")} - {"__main__"}
+    assert flat == FOUNDATIONS
+
+
+def test_no_module_is_over_300_lines():
+    long = {str(f.relative_to(RLVR)): n for f in RLVR.rglob("*.py") if (n := len(f.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_the_readme_map_names_every_package():
+    readme = (REPO / "README.md").read_text()
+    assert all(f"{name}/" in readme for name in ORDER if name)
