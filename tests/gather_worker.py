@@ -1,4 +1,4 @@
-"""Run by tests/test_objective_contract.py on 2 gloo ranks: each rank takes
+"""Run by tests/objectives/test_objective_contract.py on 2 gloo ranks: each rank takes
 half of the contract's mini-batch (rows 0-5, 6-11: groups split across the
 ranks) and computes every whole-group objective's loss on its half with the
 call's rows gathered (rlvr.distributed.gather_rows), then saves its loss and

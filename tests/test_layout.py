@@ -85,3 +85,9 @@ def test_no_module_is_over_300_lines():
 def test_the_readme_map_names_every_package():
     readme = (REPO / "README.md").read_text()
     assert all(f"{name}/" in readme for name in ORDER if name)
+
+
+def test_the_tests_mirror_the_packages():
+    """tests/<package>/ for a package's unit tests; e2e/ the end-to-end tier, fixtures/ their data."""
+    folders = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders - {"e2e", "fixtures"} <= set(ORDER) - {""}

@@ -1,5 +1,5 @@
 """rlvr dryrun: each recipe's whole path on the CPU, with a tiny model of its architecture
-(the recipes it leaves out run the objectives, prompt and grader of a twin: tests/test_recipes.py)."""
+(the recipes it leaves out run the objectives, prompt and grader of a twin: tests/settings/test_recipes.py)."""
 
 import json
 import subprocess

@@ -12,8 +12,8 @@ trainer asks those settings what the loss needs (`ObjectiveParams.needs`).
 Every module of this package is imported on the first lookup, so a new
 objective is its module plus a `methods:` entry in params; a module outside
 the package registers itself when imported. Its examples (settings, the
-ablation switches among them) are what tests/test_objective_contract.py runs
-every objective with: `pytest tests/test_objective_contract.py -k half_clip`.
+ablation switches among them) are what tests/objectives/test_objective_contract.py runs
+every objective with: `pytest tests/objectives/test_objective_contract.py -k half_clip`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ settings and the comments beside their fields, so the two cannot disagree:
 
     rlvr settings > docs/settings.md
 
-(tests/test_settings_reference.py checks that docs/settings.md is its output
+(tests/settings/test_settings_reference.py checks that docs/settings.md is its output
 and that params.yaml and every recipe use only the keys it lists.)
 """
 

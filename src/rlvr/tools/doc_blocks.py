@@ -6,7 +6,7 @@ written in place between markers, so prose never carries a number by hand:
     <!-- end generated -->
 
 `rlvr doc-blocks` rewrites every block from its source (after a
-`dvc repro` changed reports/, or a recipe changed); tests/test_doc_blocks.py
+`dvc repro` changed reports/, or a recipe changed); tests/tools/test_doc_blocks.py
 checks that each block is what its source gives now.
 """
 

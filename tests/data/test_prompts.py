@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import REPO
 
 from rlvr.data import sources
 from rlvr.data.prepare import drop_long_prompts
@@ -15,7 +16,6 @@ from rlvr.schema import ConfigError
 from rlvr.settings.load import parse_params
 from rlvr.settings.sections import PromptParams, TrainPromptParams
 
-REPO = Path(__file__).resolve().parents[1]
 HUB = REPO / "data" / "vendor" / "hub"
 QWEN_MATH_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
 DEEPSCALER_INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}."

@@ -1,8 +1,8 @@
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
+from helpers import REPO
 
 from rlvr.schema import ConfigError
 from rlvr.settings.load import resolve_auto
@@ -102,7 +102,7 @@ def test_auto_precision_follows_the_hardware(monkeypatch, fast, dtype):
     assert explicit == {"model": {"dtype": "float16"}, "train": {"bf16": False}}
 
 
-RECIPES = sorted((Path(__file__).resolve().parents[1] / "params").glob("*.yaml"))
+RECIPES = sorted((REPO / "params").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("ranks", [1, 8])

@@ -8,8 +8,7 @@ from helpers import REPO
 
 from rlvr.settings.methods import load_recipe
 from rlvr.tools.smoke import smoke_methods
-from rlvr.tools.smoke_checks import Report
-from rlvr.tools.smoke_checks import check_push, trainer_logprobs
+from rlvr.tools.smoke_checks import Report, check_push, trainer_logprobs
 
 
 def _tiny_policy():

@@ -3,7 +3,7 @@ term per call, their official grain (`Needs.per_call`: SIREN's anchor term,
 DisCO's KL hinge, Clip-Cov and KL-Cov budgets), shown on hand-computed
 cases. That the others give the same loss and gradient however the
 mini-batch is cut is checked for every objective by
-tests/test_objective_contract.py."""
+tests/objectives/test_objective_contract.py."""
 
 import dataclasses
 

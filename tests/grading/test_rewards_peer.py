@@ -1,17 +1,17 @@
-"""Math-Verify's own graded pairs (tests/data/math_verify_cases.json, Apache-2.0, source
+"""Math-Verify's own graded pairs (tests/fixtures/math_verify_cases.json, Apache-2.0, source
 commit in the file) run through our grading function, one response against its gold.
 
 Every case must agree with its expected verdict, except the known differences below; a
 known difference that starts agreeing fails too, so the list stays exact."""
 
 import json
-from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from rlvr.grading.math_verify_grader import grade_group
 
-DATA = Path(__file__).parent / "data" / "math_verify_cases.json"
+DATA = REPO / "tests" / "fixtures" / "math_verify_cases.json"
 CASES = json.loads(DATA.read_text())["cases"]
 
 # Our wrapper runs math-verify with its default comparison options and one extraction

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import REPO
 
 from rlvr.report import build_report, per_problem
 from rlvr.runs import Run
@@ -319,7 +320,7 @@ def test_no_evaluations_is_a_clear_error(tmp_path):
         build_report(RUNS, tmp_path, tmp_path / "out")
 
 
-@pytest.mark.parametrize("recipe", sorted((Path(__file__).resolve().parents[1] / "params").glob("*.yaml")),
+@pytest.mark.parametrize("recipe", sorted((REPO / "params").glob("*.yaml")),
                          ids=lambda p: p.stem)
 def test_each_recipe_reports_its_own_models_published_numbers(recipe, repo):
     """A recipe's paper_profile is its model's entry: its own figures, and the list of what is not published."""

@@ -2,7 +2,7 @@
 settings its module declares (rlvr.objectives.registry), is run through the
 same checks. A new objective module is covered with nothing else edited:
 
-    pytest tests/test_objective_contract.py -k <name>
+    pytest tests/objectives/test_objective_contract.py -k <name>
 
 1. a finite loss, and a finite, non-zero gradient into the log-probs and into
    each entropy it regularizes, none into one it only reads;
@@ -138,7 +138,7 @@ def test_a_call_gathered_over_ranks_is_the_whole_call(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    here = Path(__file__).parent
+    here = Path(__file__).parents[1]  # tests/: gather_worker.py and the helpers it imports
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": "2",
            "PYTHONPATH": os.pathsep.join([str(here), os.environ.get("PYTHONPATH", "")])}
     procs = [subprocess.Popen([sys.executable, str(here / "gather_worker.py"), str(tmp_path)],

@@ -2,7 +2,7 @@
 weights report another device (tests/device_audit.py). A batch, a reward or a
 reference log-prob left on the host is an op that mixes devices; reading a
 device value is a host sync. Both are what fails or stalls on a GPU. Every
-objective's whole update is audited by tests/test_objective_contract.py."""
+objective's whole update is audited by tests/objectives/test_objective_contract.py."""
 
 import pytest
 import torch
