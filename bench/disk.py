@@ -24,7 +24,7 @@ def rows(paths: list[Path]) -> list[list[str]]:
     out = []
     for path in paths:
         params = load_params(path)
-        t = method_config(params, next(iter(params.extra["methods"]))).train
+        t = method_config(params, next(iter(params.methods))).train
         d = disk_per_run(model_shape(params).params, t)
         out.append([path.stem, f"{d['model'] / GB:.1f}", f"{d['checkpoint'] / GB:.1f}", f"{d['steady'] / GB:.0f}",
                     f"{d['peak'] / GB:.0f}", f"{d['every_snapshot'] / GB:,.0f}"])

@@ -102,7 +102,7 @@ def recipe_methods() -> dict[str, object]:
 
     candidates = [(f"{path.stem}:{name}", method_config(params, name))
                   for path in sorted((ROOT / "params").glob("*.yaml"))
-                  for params in [load_params(path)] for name in params.extra["methods"]]
+                  for params in [load_params(path)] for name in params.methods]
     candidates += [(f"example:{name}-{i}", MethodConfig(f"{name}-{i}", TrainParams(), hp)) for name, i, hp in examples()]
     seen, out = set(), {}
     for label, m in candidates:
@@ -163,7 +163,7 @@ def check_objective_steps(device, cpu: bool) -> None:
 
 def check_lm_head(device, cpu: bool) -> None:
     from rlvr.tools import memory
-    from rlvr.training import policy
+    from rlvr.training import entropy, policy
 
     h, vocab = (1536, 151936) if not cpu else (64, 151936)
     dtype = torch.bfloat16 if not cpu else torch.float32
@@ -181,7 +181,7 @@ def check_lm_head(device, cpu: bool) -> None:
     coef = torch.linspace(0.5, 1.5, hidden.shape[0], device=device)
     z = (hidden.float() @ weight.float().T) / 0.6
     ref = {"logp": torch.log_softmax(z, -1).gather(-1, tokens[:, None]).squeeze(-1),
-           "topp_entropy": policy.topp_entropy(z, 1.0, **topp)}
+           "topp_entropy": entropy.topp_entropy(z, 1.0, **topp)}
     ref_grad = torch.autograd.grad(((ref["logp"] - 0.5 * ref["topp_entropy"]) * coef).sum(), (hidden, weight))
     blocks = policy._checkpointed_blocks(hidden, weight, tokens, 0.6, ["topp_entropy"], topp)
     grad = torch.autograd.grad(((blocks["logp"] - 0.5 * blocks["topp_entropy"]) * coef).sum(), (hidden, weight))
@@ -332,8 +332,8 @@ def check_padding_free(device, cpu: bool) -> None:
     """Padding-free loss calls (train.padding_free) against padded ones on a
     tiny Qwen2 in the attention kernel the trainer would pick: log-probs and
     gradients, unequal lengths; then a 16k-token row's time and memory."""
-    from rlvr.training.policy import evaluate_tokens
     from rlvr.training.packing import attention_implementation, pack, pack_flat
+    from rlvr.training.policy import evaluate_tokens
 
     dtype = torch.bfloat16 if not cpu else torch.float32
     attention = attention_implementation(True) or "sdpa"

@@ -42,7 +42,7 @@ def main() -> None:
     from rlvr.grading.grades import OK
     from rlvr.grading.pool import Verifier, grading_job
     from rlvr.rollout.engine import RolloutEngine
-    from rlvr.settings.sections import PromptParams
+    from rlvr.settings.prompt import PromptParams
 
     levels = [int(x) for x in args.levels.split(",")]
     _, test = generate(levels, 0, args.per_level, seed=99)  # a seed of its own: the default's test split stays unseen

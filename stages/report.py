@@ -10,13 +10,12 @@ from rlvr.tracking.tracker import Tracker
 
 if __name__ == "__main__":
     params = params_or_exit()
-    report = params.extra.get("report") or {}
-    profile = report.get("paper_profile")
-    objectives = {name: (m or {}).get("objective", "grpo") for name, m in (params.extra.get("methods") or {}).items()}
+    profile = params.report.paper_profile
+    objectives = {name: m.objective for name, m in params.methods.items()}
     with stage_timer("report") as summary:
         out = build_report(all_runs(params), Path("."), Path("reports"),
                            Path(params.data.vendor_dir) / "paper_results.yaml", profile, objectives,
-                           report.get("ablations") or {})
+                           params.report.ablations)
         with Tracker.for_stage(params, "report", model="report", system_metrics=False,
                                logged={"methods": list(objectives), "seeds": params.seeds,
                                        "paper_profile": profile}) as tracker:

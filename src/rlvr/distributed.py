@@ -72,15 +72,18 @@ def init(timeout_s: float = 1800.0) -> Ranks:
         # Before anything touches CUDA: the trainer, NCCL and this rank's vLLM
         # engine (external launcher: it also takes LOCAL_RANK) share this GPU.
         torch.cuda.set_device(ranks.device)
-    if torch.distributed.is_initialized():
-        return ranks
     import deepspeed
     from deepspeed.utils import groups
 
     # A process group made and destroyed earlier in this process (a CPU vLLM engine's shutdown destroys
     # the default group behind DeepSpeed's back) leaves DeepSpeed's clone of it cached: the next
-    # deepspeed.initialize would broadcast over a group torch no longer knows.
-    groups._release_process_group_references()
+    # deepspeed.initialize would broadcast over a group torch no longer knows, also when a new
+    # default group exists by then. A live clone is kept (making another is a collective).
+    registered = torch.distributed.distributed_c10d._world.pg_map
+    if any(g is not None and g not in registered for g in (groups._WORLD_GROUP, groups._DATA_PARALLEL_GROUP)):
+        groups._release_process_group_references()
+    if torch.distributed.is_initialized():
+        return ranks
     skip_cpu_shm_op()
     deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo",
                                timeout=datetime.timedelta(seconds=timeout_s), verbose=False)

@@ -45,12 +45,11 @@ class Run:
 
 
 def trained_runs(params) -> list[Run]:
-    methods = params.extra.get("methods") or {}
-    return [Run(m, s) for m in methods for s in params.seeds]
+    return [Run(m, s) for m in params.methods for s in params.seeds]
 
 
 def checkpoint_runs(params) -> list[Run]:
-    return [Run(name, external=True) for name in params.extra.get("checkpoints") or {}]
+    return [Run(name, external=True) for name in params.checkpoints]
 
 
 def all_runs(params) -> list[Run]:

@@ -7,7 +7,7 @@ import pytest
 from rlvr.data import arithmetic, sources
 from rlvr.data.prompts import build_prompt
 from rlvr.data.records import DataError, EmptyDatasetError, Record, first_problems, read_records, write_jsonl
-from rlvr.settings.sections import PromptParams
+from rlvr.settings.prompt import PromptParams
 
 
 def test_generator_is_deterministic():

@@ -14,7 +14,7 @@ from rlvr.data.prompts import build_prompt, prompt_token_ids
 from rlvr.data.records import read_jsonl
 from rlvr.schema import ConfigError
 from rlvr.settings.load import parse_params
-from rlvr.settings.sections import PromptParams, TrainPromptParams
+from rlvr.settings.prompt import PromptParams, TrainPromptParams
 
 HUB = REPO / "data" / "vendor" / "hub"
 QWEN_MATH_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."

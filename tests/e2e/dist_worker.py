@@ -23,23 +23,34 @@ from rlvr.settings.methods import method_config
 from rlvr.training.step_metrics import PhaseTimer
 from rlvr.training.trainer import Trainer
 
-METHODS = {
-    "grpo": {"objective": "grpo"},
-    "dr_grpo": {"objective": "dr_grpo"},
-    "dapo": {"objective": "dapo", "clip_high": 0.28, "dual_clip": 10.0},
-    "disco_logl": {"objective": "disco", "score": "logl", "form": "dro", "tau": 10.0, "delta": 1e-6},
-    "discob_lratio": {"objective": "disco", "score": "lratio", "form": "basic", "delta": 1e-6},
+def registry_methods() -> dict[str, dict]:
+    """Every registered objective with the first example its module declares
+    (the contract's), and DisCO's basic form and official gathered grain."""
+    from rlvr.objectives.registry import objectives
+
+    methods = {name: {"objective": name, **spec.examples[0]} for name, spec in objectives().items()}
+    methods["discob_lratio"] = {"objective": "disco", "score": "lratio", "form": "basic", "delta": 1e-6}
     # the official grain: 2 sequences per call on each of 2 ranks, a group's scores gathered (1 rank: 4)
-    "disco_gathered": {"objective": "disco", "score": "logl", "form": "dro", "tau": 10.0, "delta": 1e-6},
-    "siren": {"objective": "siren", "dual_clip": 3.0, "entropy_coef": 0.5},
-}
+    methods["disco_gathered"] = {**methods["disco"]}
+    return methods
+
+
+METHODS = registry_methods()
 B, N, MINI = 4, 4, 2  # two optimizer steps per rollout step: the second one is off-policy
-# The objectives whose official grain is the mini-batch take mini-batches of one
-# question: on 2 ranks each rank trains half of its responses (rlvr.rollout.groups.
-# rows_shared), cut into token-budget calls of one or two; 1 rank makes one call
-# per group. The others keep whole-group calls of MINI questions on both.
+# An objective whose loss adds up over any cut of a mini-batch (neither whole
+# groups nor a per-call term) takes mini-batches of one question: on 2 ranks
+# each rank trains half of its responses (CallPlan.shared), cut into
+# token-budget calls of one or two; 1 rank makes one call per group. The
+# others keep whole-group calls of one question on both world sizes.
 BINS = {"max_tokens_per_call": 40}
-MINI_BATCH_GRAIN = ("grpo", "dr_grpo", "dapo")
+
+
+def cut_anywhere(method: dict) -> bool:
+    from rlvr.objectives.registry import objective
+
+    spec = objective(method["objective"])
+    needs = spec.params(objective=spec.name, **{k: v for k, v in method.items() if k != "objective"}).needs()
+    return not (needs.whole_groups or needs.per_call)
 
 
 def params_for(root: Path, repo: Path, world: int):
@@ -52,7 +63,7 @@ def params_for(root: Path, repo: Path, world: int):
                          "mini_batch_questions": MINI, "micro_batch_questions": 1, "max_response_tokens": 12,
                          "lr": 1e-4, "bf16": False, "zero_stage": 0})
     raw["methods"] = {name: {**m, **({"mini_batch_questions": 1, **(BINS if world > 1 else {})}
-                                     if name in MINI_BATCH_GRAIN else {})}
+                                     if cut_anywhere(m) else {})}
                       for name, m in METHODS.items()}
     raw["methods"]["disco_gathered"]["sequences_per_call"] = N // world
     return parse_params(raw)

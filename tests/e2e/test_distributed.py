@@ -41,11 +41,12 @@ def one_step(tmp_path_factory, tiny_model):
 
 @pytest.mark.parametrize("name", list(METHODS))
 def test_two_ranks_make_the_one_rank_update(one_step, tiny_model, name):
-    """2 ranks x B/2 questions = 1 rank x B questions: same weights, same metrics.
-    For grpo, dr_grpo and dapo a mini-batch is one question, so the 2 ranks
-    share its responses, and cut their halves into token-budget calls of one
-    or two responses while 1 rank makes one call per group (dist_worker): the
-    mini-batch totals make the cut irrelevant.
+    """2 ranks x B/2 questions = 1 rank x B questions, for every registered
+    objective: same weights, same metrics. For an objective whose loss adds up
+    over any cut (grpo, dr_grpo, dapo, ...) a mini-batch is one question, so
+    the 2 ranks share its responses, and cut their halves into token-budget
+    calls of one or two responses while 1 rank makes one call per group
+    (dist_worker): the mini-batch totals make the cut irrelevant.
 
     Tolerance: the two updates differ by less than 1e-3 of the update itself
     (float32; gradients are summed in another order across ranks and calls)

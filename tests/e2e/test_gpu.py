@@ -72,7 +72,7 @@ def test_trainer_step_on_cuda(cuda_engine, tiny_model, tmp_path, name):
 
 
 def test_chunked_head_on_cuda_matches_full_logits():
-    from rlvr.training import policy
+    from rlvr.training import entropy, policy
 
     g = torch.Generator().manual_seed(0)
     weight = (torch.randn(5000, 64, generator=g) * 0.05).cuda().requires_grad_()
@@ -80,7 +80,7 @@ def test_chunked_head_on_cuda_matches_full_logits():
     tokens = torch.randint(0, 5000, (300,), generator=g).cuda()
     topp = {"top_p": 0.8, "top_k": 1000}
     z = hidden @ weight.T / 0.7
-    ref = torch.log_softmax(z, -1).gather(-1, tokens[:, None]).squeeze(-1) - policy.topp_entropy(z, 1.0, **topp)
+    ref = torch.log_softmax(z, -1).gather(-1, tokens[:, None]).squeeze(-1) - entropy.topp_entropy(z, 1.0, **topp)
     ref_grads = torch.autograd.grad(ref.sum(), (hidden, weight))
     out = policy._checkpointed_blocks(hidden, weight, tokens, 0.7, ["topp_entropy"], topp)
     ours = out["logp"] - out["topp_entropy"]

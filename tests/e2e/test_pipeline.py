@@ -29,7 +29,7 @@ TINY = {
     "train": {"steps": 2, "questions_per_step": 2, "responses_per_question": 2, "mini_batch_questions": 2,
               "micro_batch_questions": 1, "max_response_tokens": 16, "checkpoint_every": 1, "eval_every": 1},
 }
-METHODS = ("grpo", "disco_logl")
+METHODS = ("grpo",)  # one trained method: the others are the dry runs' and the trainer tests'
 
 
 def deep_update(d: dict, u: dict) -> dict:
@@ -144,8 +144,8 @@ def test_mlflow_runs_nested_under_one_pipeline_run(pipeline):
     root, _ = pipeline
     db = sqlite3.connect(root / "mlflow.db")
     runs = {name: uuid for uuid, name in db.execute("select run_uuid, name from runs").fetchall()}
-    stage_runs = {"prepare_data", "prepare_model", "train@grpo/seed0", "train@disco_logl/seed0", "evaluate@base",
-                  "evaluate@grpo/seed0", "evaluate@disco_logl/seed0", "evaluate@released_tiny", "report"}
+    stage_runs = {"prepare_data", "prepare_model", "train@grpo/seed0", "evaluate@base", "evaluate@grpo/seed0",
+                  "evaluate@released_tiny", "report"}
     parents = {n for n in runs if n.startswith("pipeline ")}
     assert set(runs) == stage_runs | parents and len(parents) == 1
     parent = runs[parents.pop()]
@@ -185,7 +185,7 @@ def test_mlflow_runs_nested_under_one_pipeline_run(pipeline):
                         "where i.destination_id = ?", (runs["train@grpo/seed0"],)).fetchall()
     assert [n for n, _ in inputs] == ["train"] and len(inputs[0][1]) == 16
     models = db.execute("select name from logged_models").fetchall()
-    assert {"grpo-seed0", "disco_logl-seed0", "base"} <= {m for (m,) in models}
+    assert {"grpo-seed0", "base"} <= {m for (m,) in models}
 
 
 def _stale(root: Path) -> set[str]:
@@ -194,11 +194,10 @@ def _stale(root: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("change,expected", [
-    ({"eval": {"k": 1}}, {"evaluate_base", "evaluate@grpo-0", "evaluate@disco_logl-0",
-                          "evaluate_checkpoint@released_tiny"}),
+    ({"eval": {"k": 1}}, {"evaluate_base", "evaluate@grpo-0", "evaluate_checkpoint@released_tiny"}),
     ({"methods": {"grpo": {"clip_low": 0.1}}}, {"train@grpo-0", "report"}),  # the report reads the method list
     ({"data": {"benchmarks": ["math500", "aime24"]}}, {"prepare_data", "evaluate_base", "evaluate@grpo-0",
-                                                      "evaluate@disco_logl-0", "evaluate_checkpoint@released_tiny"}),
+                                                      "evaluate_checkpoint@released_tiny"}),
     ({"checkpoints": {"released_tiny": "another/model"}}, {"evaluate_checkpoint@released_tiny", "report"}),
     ({"report": {"paper_profile": "1.5b"}}, {"report"}),
 ])
@@ -300,7 +299,7 @@ def test_queued_experiments_land_in_the_main_mlflow_store(pipeline):
     """dvc exp run --queue twice, dvc queue start: both experiments in dvc exp show,
     and their MLflow runs in the user's store (not the temporary copy's), tagged."""
     root, _ = pipeline
-    _dvc(root, "exp", "run", "--queue", "-n", "q-tau1", "-S", "methods.disco_logl.tau=1.0")
+    _dvc(root, "exp", "run", "--queue", "-n", "q-clip", "-S", "methods.grpo.clip_low=0.1")
     _dvc(root, "exp", "run", "--queue", "-n", "q-paper", "-S", "report.paper_profile=7b")
     _dvc(root, "queue", "start", "-j", "1")
     deadline = time.time() + 1800
@@ -311,10 +310,10 @@ def test_queued_experiments_land_in_the_main_mlflow_store(pipeline):
         time.sleep(10)
     assert "Success" in status and "Failed" not in status, status
     shown = _dvc(root, "exp", "show", "--no-pager", "--only-changed", "--md").stdout
-    assert "q-tau1" in shown and "q-paper" in shown
+    assert "q-clip" in shown and "q-paper" in shown
     db = sqlite3.connect(root / "mlflow.db")
     tagged = db.execute("select r.name, t.value from runs r join tags t on r.run_uuid = t.run_uuid "
                         "where t.key = 'dvc_exp'").fetchall()
-    assert ("train@disco_logl/seed0", "q-tau1") in tagged and ("report", "q-tau1") in tagged
+    assert ("train@grpo/seed0", "q-clip") in tagged and ("report", "q-clip") in tagged
     assert ("report", "q-paper") in tagged
     assert not list((root / ".dvc/tmp").rglob("mlflow.db"))  # nothing left in a temporary copy's store

@@ -10,7 +10,7 @@ import pytest
 from helpers import ALL_METHODS, mini_batch, needed_only, tiny_params
 
 from rlvr.schema import ConfigError
-from rlvr.settings.load import parse_params
+from rlvr.settings.load import parse_params, with_methods
 from rlvr.settings.methods import method_config, parse_recipe
 
 pytestmark = pytest.mark.slow
@@ -211,8 +211,7 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_
     request.addfinalizer(lambda: unregister("nan_loss_for_a_test"))
 
     params, engine, _ = setup
-    params = copy.deepcopy(params)
-    params.extra["methods"] = {"nan": {"objective": "nan_loss_for_a_test"}}
+    params = with_methods(params, {"nan": {"objective": "nan_loss_for_a_test"}})
     method = method_config(params, "nan")
     method.train.steps = 5
     method.train.max_bad_steps = 2
@@ -245,6 +244,7 @@ def test_validation_keeps_only_the_best_snapshot(setup, tiny_model, tmp_path, mo
     the earlier step); step 1's snapshot goes once the step-2 checkpoint holds
     the new best; the final model's directory lists step 2 and itself."""
     from rlvr.evaluation.evaluator import Evaluator
+    from rlvr.training.outputs import RunOutputs
     from rlvr.training.trainer import Trainer
 
     _, engine, _ = setup
@@ -257,8 +257,8 @@ def test_validation_keeps_only_the_best_snapshot(setup, tiny_model, tmp_path, mo
 
     monkeypatch.setattr(Evaluator, "evaluate", fake_evaluate)
     snapshots_seen = []
-    monkeypatch.setattr(Trainer, "prune_snapshots", lambda self, f=Trainer.prune_snapshots: (
-        snapshots_seen.append(sorted(p.name for p in self.snapshots.root.glob("step_*"))), f(self))[1])
+    monkeypatch.setattr(RunOutputs, "prune_snapshots", lambda self, best, f=RunOutputs.prune_snapshots: (
+        snapshots_seen.append(sorted(p.name for p in self.snapshots.root.glob("step_*"))), f(self, best))[1])
     run_dir, final = tmp_path / "runs/grpo", tmp_path / "models/grpo"
     rows = Trainer(params, method_config(params, "grpo"), str(tiny_model), run_dir, final, rollout_engine=engine).train()
     assert [r["val_avg@k"] for r in rows] == [0.5, 0.7, 0.6, 0.7]
@@ -278,26 +278,27 @@ def test_a_resumed_run_keeps_the_best_its_checkpoint_names(setup, tiny_model, tm
     would record it: the resumed run starts from step 2's checkpoint, whose
     best is step 2, deletes step 3's snapshot, and chooses afresh."""
     from rlvr.evaluation.evaluator import Evaluator
+    from rlvr.training.outputs import RunOutputs
     from rlvr.training.trainer import Trainer
 
     _, engine, _ = setup
     params = _validated_params(tmp_path)
     scores = iter([0.5, 0.7, 0.9, 0.6, 0.8])  # the killed run's steps 1-3, then the resumed run's 3-4
     monkeypatch.setattr(Evaluator, "evaluate", lambda self, label: ({"mean": {"avg@k": next(scores)}}, [], []))
-    save = Trainer.save_snapshot
+    save = RunOutputs.save_snapshot
 
-    def killed_after_step_3(self, step):
-        save(self, step)
+    def killed_after_step_3(self, engine, step):
+        save(self, engine, step)
         if step == 3:
             raise KeyboardInterrupt
 
     run_dir, final = tmp_path / "runs/grpo", tmp_path / "models/grpo"
     method = method_config(params, "grpo")
-    monkeypatch.setattr(Trainer, "save_snapshot", killed_after_step_3)
+    monkeypatch.setattr(RunOutputs, "save_snapshot", killed_after_step_3)
     with pytest.raises(KeyboardInterrupt):
         Trainer(params, method, str(tiny_model), run_dir, final, rollout_engine=engine).train()
     assert sorted(p.name for p in (run_dir / "snapshots").iterdir()) == ["step_000002", "step_000003"]
-    monkeypatch.setattr(Trainer, "save_snapshot", save)
+    monkeypatch.setattr(RunOutputs, "save_snapshot", save)
     resumed = Trainer(params, method, str(tiny_model), run_dir, final, rollout_engine=engine)
     assert resumed.setup() == 2 and resumed.best == {"step": 2, "score": 0.7}
     assert sorted(p.name for p in (run_dir / "snapshots").iterdir()) == ["step_000002"]
@@ -357,13 +358,13 @@ def test_a_new_objective_is_one_module_and_a_params_entry(setup, tiny_model, tmp
     request.addfinalizer(lambda: unregister("halved_grpo"))
 
     params, engine, _ = setup
-    params = copy.deepcopy(params)
-    params.extra["methods"] = {"halved": {"objective": "halved_grpo", "weight": 0.25, "clip_high": 0.28}}
+    halved = {"objective": "halved_grpo", "weight": 0.25, "clip_high": 0.28}
+    params = with_methods(params, {"halved": halved})
     method = method_config(params, "halved")
     assert (type(method.objective).__name__, method.objective.weight) == ("HalvedParams", 0.25)
-    params.extra["methods"]["bad"] = {"objective": "halved_grpo", "weight": -1.0, "wieght": 1.0}
+    bad = with_methods(params, {"bad": {"objective": "halved_grpo", "weight": -1.0, "wieght": 1.0}})
     with pytest.raises(ConfigError) as e:
-        method_config(params, "bad")
+        method_config(bad, "bad")
     assert "'methods.bad.weight' must be > 0" in str(e.value) and "did you mean 'methods.bad.weight'" in str(e.value)
 
     method.train.steps = 1

@@ -100,9 +100,26 @@ def check_any_cut_of_a_mini_batch_gives_its_loss(spec, hp) -> None:
     assert ref_grads[0].abs().sum() > 0  # the case carries a gradient at all
 
 
+def check_an_empty_response_keeps_it_finite(spec, hp) -> None:
+    """An empty response (its mask all 0) and a one-token one in the batch: a
+    per-sequence mean must not divide 0 by 0."""
+    batch = needed_only(mini_batch(), hp.needs())
+    mask = batch.mask.clone()
+    mask[1], mask[6, 1:] = 0.0, 0.0
+    batch = dataclasses.replace(batch, mask=mask)
+    out = spec.loss(batch, hp)
+    (grad,) = torch.autograd.grad(out.loss, [batch.logp], allow_unused=True)
+    assert torch.isfinite(out.loss) and (grad is None or torch.isfinite(grad).all())
+
+
 @pytest.mark.parametrize("name, index, hp", EXAMPLES, ids=IDS)
 def test_a_finite_loss_and_gradient(name, index, hp):
     check_finite_loss_and_gradient(objective(name), hp)
+
+
+@pytest.mark.parametrize("name, index, hp", EXAMPLES, ids=IDS)
+def test_an_empty_response_keeps_the_loss_finite(name, index, hp):
+    check_an_empty_response_keeps_it_finite(objective(name), hp)
 
 
 @pytest.mark.parametrize("name, index, hp", EXAMPLES, ids=IDS)
@@ -191,6 +208,7 @@ def test_a_registered_objective_is_in_the_suite_and_one_that_lies_fails_it(reque
     spec = objective("throwaway")
     for _, hp in found[:2]:
         check_finite_loss_and_gradient(spec, hp)
+        check_an_empty_response_keeps_it_finite(spec, hp)
         check_needs_are_what_it_reads(spec, hp)
         check_any_cut_of_a_mini_batch_gives_its_loss(spec, hp)
         audited_update(device_model, hp, "groups")

@@ -150,12 +150,11 @@ def test_one_token_responses():
     assert loss("disco", b, form="basic").loss.item() == pytest.approx(0.0, abs=1e-6)
 
 
-def test_empty_response_mask_gives_no_nan():
+def test_the_means_of_an_empty_response_are_zero():
+    """Every objective with an empty response: the contract (test_objective_contract.py)."""
     b = PolicyBatch(logp=torch.zeros(2, 3, requires_grad=True), old_logp=torch.zeros(2, 3),
                     mask=torch.tensor([[1.0, 1, 0], [0, 0, 0]]), rewards=torch.tensor([1.0, 0.0]), group_size=2,
-                    max_response_len=3, ref_logp=torch.zeros(2, 3))
-    for name in ("grpo", "grpo_rw", "dr_grpo", "dapo", "disco", "kl_cov", "clip_cov", "trpa"):
-        assert torch.isfinite(loss(name, b).loss), name
+                    max_response_len=3)
     assert seq_mean(torch.ones(2, 3), b.mask).tolist() == [1.0, 0.0]
     assert token_mean(torch.ones(1, 2), torch.zeros(1, 2)).item() == 0.0
 

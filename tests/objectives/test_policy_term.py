@@ -68,11 +68,12 @@ def test_a_sequence_ratio_is_one_value_per_response_with_each_tokens_gradient():
 
 
 def test_the_gspo_recipe_is_a_params_entry_and_the_parts_are_checked():
-    from rlvr.settings.methods import parse_recipe
+    from rlvr.settings.methods import method_config, parse_recipe
 
     params = parse_recipe({"methods": {"gspo": {"objective": "grpo", "ratio": "sequence", "clip_low": 3e-4,
                                                 "clip_high": 4e-4}}})
-    assert params.extra["methods"]["gspo"]["ratio"] == "sequence"
+    assert params.methods["gspo"].settings["ratio"] == "sequence"
+    assert method_config(params, "gspo").objective.ratio == "sequence"
     with pytest.raises(ConfigError) as e:
         parse_recipe({"methods": {"x": {"objective": "grpo", "ratio": "sequense", "aggregation": "token_mean",
                                         "advantage": "gae"}}})

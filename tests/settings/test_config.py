@@ -184,7 +184,7 @@ def test_checkpoints_and_ablations_name_what_they_refer_to(raw):
     good = copy.deepcopy(raw)
     good["checkpoints"] = {"released": "org/model"}
     good["report"]["ablations"] = {"grpo": "siren"}
-    assert parse_recipe(good).extra["checkpoints"] == {"released": "org/model"}
+    assert parse_recipe(good).checkpoints == {"released": "org/model"}
 
 
 def test_a_checkpoint_hub_id_offline_is_a_clear_error(raw, monkeypatch):

@@ -32,7 +32,7 @@ def test_disco_table_rows_are_graded_as_the_disco_runs_were(recipe):
     """deepscaler_reward_fn gives 1 / 0 to every method of DisCO's table, DAPO's
     row too (its +1 / -1 is verl's DAPO recipe: only dapo_full, outside the table, keeps it)."""
     params = load_params(recipe)
-    rewards = {name: method_config(params, name).train.incorrect_reward for name in params.extra["methods"]}
+    rewards = {name: method_config(params, name).train.incorrect_reward for name in params.methods}
     assert {n: r for n, r in rewards.items() if n != "dapo_full"} == {n: 0.0 for n in rewards if n != "dapo_full"}
     assert rewards.get("dapo_full", -1.0) == -1.0
     if "dapo" in rewards:
@@ -48,7 +48,7 @@ def test_each_recipe_grades_as_its_paper(recipe):
 def test_recipe_loads_unchanged(recipe):
     params = load_params(recipe)
     assert params.launcher.kind == "deepspeed" and params.launcher.world == 8
-    for name in params.extra["methods"]:
+    for name in params.methods:
         method_config(params, name)
 
 
@@ -139,7 +139,7 @@ def test_the_32k_profile_is_the_8k_recipe_at_32k_tokens_without_training(size, r
 
 
 def objectives_of(params) -> set[str]:
-    return {m["objective"] for m in params.extra["methods"].values()}
+    return {m.objective for m in params.methods.values()}
 
 
 def test_every_left_out_dry_run_has_a_twin():

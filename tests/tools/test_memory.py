@@ -69,13 +69,13 @@ def test_more_tokens_per_call_need_more_memory_and_the_error_names_the_setting()
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
 def test_every_recipe_fits_a_141_gib_gpu(recipe):
     params = load_params(recipe)
-    assert memory.check(params, 141 * GIB) or not params.extra["methods"]  # an evaluation-only recipe trains nothing
+    assert memory.check(params, 141 * GIB) or not params.methods  # an evaluation-only recipe trains nothing
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
 def test_every_recipe_fits_an_80_gib_gpu(recipe):
     params = load_params(recipe)
-    assert memory.check(params, memory.GPU_80GB_GIB * GIB) or not params.extra["methods"]
+    assert memory.check(params, memory.GPU_80GB_GIB * GIB) or not params.methods
 
 
 @pytest.mark.parametrize("size", ["7b", "8b"])
@@ -89,7 +89,8 @@ def test_trpa_fits_80_gib_with_its_reference_streamed_and_stops_with_the_reason_
     assert memory.check(params, memory.GPU_80GB_GIB * GIB)
     est = memory.budget(params, method_config(params, "trpa"), memory.model_shape(params), 80 * GIB)
     assert est["resident"]["reference model"] == 0 and 0 < est["update"]["reference layer"] < 4 * GIB
-    params.extra["train"]["ref_offload"] = False
+    for entry in params.methods.values():
+        entry.train.ref_offload = False
     with pytest.raises(ConfigError, match=r"methods.trpa: the rollout needs .* to at most 0\.(40|37)"):
         memory.check(params, memory.GPU_80GB_GIB * GIB)
 

@@ -3,6 +3,7 @@
 import pytest
 
 from rlvr.rollout.groups import Group
+from rlvr.settings.call_plan import CallPlan
 from rlvr.settings.train import TrainParams
 from rlvr.training.loss_calls import fill_bins, padded_tokens, plan_calls, rows_of, split_to
 
@@ -46,11 +47,11 @@ def test_split_to_makes_exactly_k_calls_and_keeps_every_row():
 
 def test_plan_calls_whole_groups_or_single_responses():
     groups = [group(3, [9, 1, 8, 2]), group(6, [4, 4, 4, 4])]
-    legacy = plan_calls(rows_of(groups), TrainParams(micro_batch_questions=1), whole_groups=True)
+    legacy = plan_calls(rows_of(groups), CallPlan(TrainParams(micro_batch_questions=1)))
     assert [[i for _, i in call] for call in legacy] == [[0, 1, 2, 3]] * 2
-    whole = plan_calls(rows_of(groups), TrainParams(max_tokens_per_call=4 * 12), whole_groups=True)
+    whole = plan_calls(rows_of(groups), CallPlan(TrainParams(max_tokens_per_call=4 * 12), needs_groups=True))
     assert all(len({id(g) for g, _ in call}) == 1 and len(call) == 4 for call in whole)
-    rows = plan_calls(rows_of(groups), TrainParams(max_tokens_per_call=24), whole_groups=False)
+    rows = plan_calls(rows_of(groups), CallPlan(TrainParams(max_tokens_per_call=24)))
     assert all(padded_tokens(call) <= 24 for call in rows)
     assert sum(len(c) for c in rows) == 8 and len(rows) > 2
     # less padding than whole-group calls of the same rows

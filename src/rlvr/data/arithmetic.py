@@ -16,8 +16,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from rlvr.settings.datasets import LEVELS
 from rlvr.data.records import Record
+from rlvr.settings.datasets import LEVELS
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,11 @@ import random
 
 from rlvr.atomic import write_json
 from rlvr.data import arithmetic, sources
-from rlvr.settings.datasets import HUB_TRAIN_SETS
 from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record, write_jsonl
-from rlvr.settings.sections import DataParams, PromptParams
+from rlvr.settings.datasets import HUB_TRAIN_SETS
+from rlvr.settings.prompt import PromptParams
+from rlvr.settings.sections import DataParams
 
 
 def drop_long_prompts(records: list[Record], limit: int, tokenizer, prompt: PromptParams) -> tuple[list[Record], int]:

@@ -3,7 +3,7 @@ the model's chat template where it has one, and the token ids the model sees."""
 
 from __future__ import annotations
 
-from rlvr.settings.sections import DATASET_SYSTEM, PROBLEM, PromptParams
+from rlvr.settings.prompt import DATASET_SYSTEM, PROBLEM, PromptParams
 
 
 def user_message(problem: str, prompt: PromptParams) -> str:

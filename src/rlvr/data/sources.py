@@ -8,15 +8,15 @@ pulls the same sets, and DeepScaleR-Preview, from the Hugging Face hub.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import warnings
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rlvr.settings.datasets import BENCHMARKS, OFFLINE_TRAIN_SETS
 from rlvr.data.records import SKIP_HINT, DataError, EmptyDatasetError, Record, numbered_rows
+from rlvr.settings.datasets import BENCHMARKS, OFFLINE_TRAIN_SETS
 
 
 @dataclass(frozen=True)

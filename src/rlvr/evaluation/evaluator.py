@@ -22,11 +22,12 @@ from rlvr.atomic import write_json
 from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record, read_records, write_jsonl
 from rlvr.evaluation.metrics import mean_over
-from rlvr.evaluation.problems import sample_rows, eval_sets, problem_rows, set_metrics, skipped_rows
+from rlvr.evaluation.problems import eval_sets, problem_rows, sample_rows, set_metrics, skipped_rows
 from rlvr.grading.pool import Verifier, grading_job
 from rlvr.run_files import SNAPSHOTS  # written by the trainer beside the final model
 from rlvr.schema import ConfigError, settings_hash, unknown_name
-from rlvr.settings.sections import EvalParams, Params, PromptParams, ValidationParams
+from rlvr.settings.prompt import PromptParams
+from rlvr.settings.sections import EvalParams, Params, ValidationParams
 
 BY_STEP = "by_step.json"  # per-snapshot metrics, kept across reruns of the stage
 
@@ -230,7 +231,7 @@ def model_source(params: Params, run) -> str | Path:
     """Where `run`'s weights are: its model directory, or a checkpoint's hub id or path."""
     if not run.external:
         return run.model_dir
-    checkpoints = params.extra.get("checkpoints") or {}
+    checkpoints = params.checkpoints
     if run.method not in checkpoints:
         raise ConfigError([unknown_name("checkpoints", run.method, tuple(checkpoints))], "params")
     source = checkpoints[run.method]

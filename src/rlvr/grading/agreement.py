@@ -16,11 +16,11 @@ from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
-from rlvr.settings.datasets import BENCHMARKS
 from rlvr.data.records import read_records
 from rlvr.data.sources import load_vendored
 from rlvr.grading.answer_forms import MATH, form_of
 from rlvr.grading.pool import Verifier
+from rlvr.settings.datasets import BENCHMARKS
 
 OURS, OFFICIAL = "math_verify", ("deepscaler", "siren_official")
 THINK = "</think>"

@@ -21,7 +21,7 @@ from rlvr.grading.math_verify_grader import grade_group
 from rlvr.grading.siren import siren_eval_group, siren_reward_group
 
 HALVES = ("train", "eval")
-GROUP_GRADERS = {"math_verify": {"train": grade_group, "eval": grade_group},  # the names: config.GRADERS
+GROUP_GRADERS = {"math_verify": {"train": grade_group, "eval": grade_group},  # keyed by rlvr.settings.sections.GRADERS (tests/grading/test_grader_names.py)
                  "deepscaler": {"train": deepscaler_group, "eval": deepscaler_group},
                  "siren_official": {"train": siren_reward_group, "eval": siren_eval_group}}
 

@@ -15,8 +15,18 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 from math_verify.errors import TimeoutException
 
 from rlvr.grading.answer_forms import restates
-from rlvr.grading.grades import (ERROR, NO_ANSWER, OK, RESTATED, TIMEOUT, TOO_LONG, Grade, GroupGrade, answer_part,
-                                 majority_correct)
+from rlvr.grading.grades import (
+    ERROR,
+    NO_ANSWER,
+    OK,
+    RESTATED,
+    TIMEOUT,
+    TOO_LONG,
+    Grade,
+    GroupGrade,
+    answer_part,
+    majority_correct,
+)
 
 # What math-verify parses of a response: its final boxes and the text after them, or the
 # whole text without a box. Longer is no answer (TOO_LONG): a tail of it could be any value

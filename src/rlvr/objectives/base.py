@@ -21,7 +21,6 @@ import torch
 
 from rlvr.schema import unknown_name
 
-
 # ---- what an objective is configured with, and what it needs ------------------
 
 

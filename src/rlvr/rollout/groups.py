@@ -27,6 +27,7 @@ from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record
 from rlvr.grading.grades import preference_level
 from rlvr.grading.pool import grading_job
+from rlvr.settings.call_plan import CallPlan
 
 
 @dataclass
@@ -92,12 +93,6 @@ def shaped_rewards(correct: list[bool], lengths: list[int], train) -> list[float
     return rewards.tolist()
 
 
-def rows_shared(train, world: int) -> bool:
-    """The ranks share a mini-batch's responses, not its questions: a mini-batch
-    of fewer questions than ranks, or calls of train.sequences_per_call responses."""
-    return train.mini_batch_questions % world != 0 or train.sequences_per_call > 0
-
-
 def share_unit(train, world: int) -> int:
     """Questions dealt out together over the ranks: a mini-batch, or the
     smallest run of whole mini-batches that the ranks split evenly."""
@@ -108,7 +103,7 @@ def share_unit(train, world: int) -> int:
 def training_groups(mine: list[Group], train, ranks: distributed.Ranks) -> list[Group]:
     """The groups this rank's update reads: its own, or, when the ranks share
     responses, every rank's in global order (each rank trains its slice)."""
-    if not rows_shared(train, ranks.world):
+    if not CallPlan(train, ranks.world).shared:
         return mine
     return _unshare(distributed.gather(mine), share_unit(train, ranks.world) // ranks.world)
 

@@ -9,16 +9,18 @@ A method's objective settings are checked where the objectives are known
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import yaml
 
 from rlvr.cli import exit_on_config_error
-from rlvr.settings.datasets import BENCHMARKS, CHAT_TURN_SETS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
 from rlvr.schema import ConfigError, build, unknown_name
 from rlvr.settings import hardware
-from rlvr.settings.sections import DATASET_SYSTEM, EXTRA_SECTIONS, Params, ReportParams, check_params
-from rlvr.settings.train import method_entry
+from rlvr.settings.datasets import BENCHMARKS, CHAT_TURN_SETS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
+from rlvr.settings.prompt import DATASET_SYSTEM
+from rlvr.settings.sections import LOADED_SECTIONS, MethodEntry, Params, ReportParams, check_params
+from rlvr.settings.train import TRAIN_KEYS, TrainParams, check_train
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:
@@ -61,39 +63,68 @@ def parse_params(raw: dict, source: str = "params") -> Params:
 def core_params(raw: dict, problems: list[str]) -> Params | None:
     """Params from a raw mapping, appending every problem but the objectives'."""
     raw = resolve_auto(raw)
-    extra = {k: raw[k] for k in EXTRA_SECTIONS if k in raw}
-    core = {k: v for k, v in raw.items() if k not in EXTRA_SECTIONS}
-    params = build(Params, core, "", problems, ignore=("extra",))
+    core = {k: v for k, v in raw.items() if k not in LOADED_SECTIONS}
+    params = build(Params, core, "", problems, ignore=LOADED_SECTIONS)
     if params is None:
         return None
-    params.extra = extra
     check_params(params, problems)
     check_data_names(params, problems)
-    methods = extra.get("methods") or {}
+    shared = raw.get("train") or {}
+    params.train = build(TrainParams, shared, "train.", problems) or TrainParams()
+    methods = raw.get("methods") or {}
     if not isinstance(methods, dict):
         problems.append(f"'methods': expected a mapping of method names, got {type(methods).__name__}")
-        return params
-    for name in methods:
-        method_entry(params, name, problems)
-    build(ReportParams, extra.get("report") or {}, "report.", problems)
-    check_ablations(extra.get("report") or {}, methods, problems)
-    check_checkpoints(extra.get("checkpoints"), methods, problems)
+        methods = {}
+    params.methods = method_entries(params, shared, methods, problems)
+    params.report = build(ReportParams, raw.get("report") or {}, "report.", problems) or ReportParams()
+    check_ablations(raw.get("report") or {}, methods, problems)
+    params.checkpoints = check_checkpoints(raw.get("checkpoints"), methods, problems)
     return params
 
 
-def check_checkpoints(checkpoints, methods: dict, problems: list[str]) -> None:
+def method_entries(params: Params, shared: dict, methods: dict, problems: list[str]) -> dict[str, MethodEntry]:
+    """Each `methods.<name>:` split into its training settings (`train:` with
+    the entry's overrides, checked) and its objective's settings, raw."""
+    out = {}
+    for name, entry in methods.items():
+        entry = entry or {}
+        if not isinstance(entry, dict):
+            problems.append(f"'methods.{name}': expected a mapping, got {type(entry).__name__}")
+            continue
+        overrides = {k: v for k, v in entry.items() if k in TRAIN_KEYS}
+        build(TrainParams, overrides, f"methods.{name}.", problems)  # a bad override, named where it is written
+        train = build(TrainParams, {**shared, **overrides}, "train.", []) or TrainParams()  # reported: above, shared
+        check_train(f"methods.{name}", train, params, problems)
+        settings = {k: v for k, v in entry.items() if k not in TRAIN_KEYS}
+        out[name] = MethodEntry(train, str(settings.get("objective", MethodEntry.objective)), settings, tuple(overrides))
+    return out
+
+
+def with_methods(params: Params, methods: dict) -> Params:
+    """A copy of `params` whose methods are `methods` (raw entries over the
+    same `train:`), checked: a method made after loading, as a test makes one."""
+    problems: list[str] = []
+    made = copy.deepcopy(params)
+    made.methods = method_entries(made, dataclasses.asdict(params.train), methods, problems)
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)))
+    return made
+
+
+def check_checkpoints(checkpoints, methods: dict, problems: list[str]) -> dict[str, str]:
     """checkpoints: {name: hub id or local directory}, names apart from the methods and the base model."""
     if checkpoints is None:
-        return
+        return {}
     if not isinstance(checkpoints, dict):
         problems.append(f"'checkpoints': expected a mapping of name -> hub id or local directory, got {checkpoints!r}")
-        return
+        return {}
     for name, source in checkpoints.items():
         if name == "base" or name in methods:
             problems.append(f"'checkpoints.{name}': the name is taken by "
                             f"{'the base model' if name == 'base' else 'a method'}; rename the checkpoint")
         if not isinstance(source, str) or not source:
             problems.append(f"'checkpoints.{name}': expected a hub id or a local directory, got {source!r}")
+    return {str(name): source for name, source in checkpoints.items()}
 
 
 def check_ablations(report: dict, methods: dict, problems: list[str]) -> None:

@@ -11,15 +11,17 @@ settings here. Every method's problems are reported at once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from rlvr.objectives.base import ObjectiveParams
 from rlvr.objectives.registry import objectives
 from rlvr.schema import ConfigError, build, unknown_name
+from rlvr.settings.call_plan import CallPlan
 from rlvr.settings.load import core_params, read_yaml
 from rlvr.settings.sections import Params
-from rlvr.settings.train import TrainParams, check_rank_shares, check_token_budget, method_entry
+from rlvr.settings.train import TrainParams, check_rank_shares, check_token_budget
 
 
 @dataclass
@@ -40,9 +42,13 @@ def method_config(params: Params, name: str) -> MethodConfig:
 
 
 def build_method(params: Params, name: str, problems: list[str]) -> MethodConfig:
-    train, settings = method_entry(params, name, problems)
+    entry = params.methods.get(name)
+    if entry is None:
+        problems.append(unknown_name("methods", name, list(params.methods)) if params.methods
+                        else "params.yaml has no 'methods:'")
+        return MethodConfig(name, TrainParams(), ObjectiveParams())
+    train, settings, chosen = dataclasses.replace(entry.train), entry.settings, entry.objective  # a copy: callers adjust theirs
     known = objectives()
-    chosen = settings.get("objective", ObjectiveParams.objective)
     where = f"methods.{name}"
     if chosen not in known:
         problems.append(unknown_name(f"{where}.objective", chosen, sorted(known)))
@@ -57,8 +63,7 @@ def build_method(params: Params, name: str, problems: list[str]) -> MethodConfig
 
 def every_method(params: Params, problems: list[str]) -> None:
     """Build every method of params, appending its problems."""
-    methods = params.extra.get("methods") or {}
-    for name in methods if isinstance(methods, dict) else ():
+    for name in params.methods:
         build_method(params, name, problems)
 
 
@@ -93,12 +98,13 @@ def recipe_params(raw: dict, problems: list[str]) -> Params | None:
 
 def check_with_objective(where: str, t: TrainParams, hp: ObjectiveParams, params: Params,
                          problems: list[str]) -> None:
-    """The training settings' rules that depend on the objective (the others: rlvr.settings.sections.check_train)."""
-    if hp.needs().whole_groups and t.sequences_per_call > 0:
-        check_rank_shares(where, t, params.launcher.world, problems, needs_groups=hp.objective)
-    elif hp.needs().whole_groups and t.max_tokens_per_call > 0:
-        if t.mini_batch_questions >= 1 and t.mini_batch_questions % params.launcher.world:
-            check_rank_shares(where, t, params.launcher.world, problems, needs_groups=hp.objective)
+    """The training settings' rules that depend on the objective (the others: rlvr.settings.train.check_train)."""
+    plan = CallPlan(t, params.launcher.world, hp.needs().whole_groups)
+    if not plan.needs_groups or not (plan.rows or plan.by_tokens):
+        return
+    if plan.rows or (t.mini_batch_questions >= 1 and t.mini_batch_questions % plan.world):
+        check_rank_shares(where, t, plan.world, problems, needs_groups=hp.objective)
+    if plan.by_tokens:
         check_token_budget(where, t, params.engine.max_model_len, problems, needs_groups=hp.objective)
 
 
@@ -106,13 +112,12 @@ def describe(params: Params) -> list[str]:
     """One line per method: its objective, each objective setting off the settings'
     default, and each training setting the entry overrides over `train:`."""
     lines = []
-    for name, entry in (params.extra.get("methods") or {}).items():
+    for name, entry in params.methods.items():
         m = method_config(params, name)
         default = type(m.objective)(objective=m.objective.objective)
         changed = [f"{f.name}={getattr(m.objective, f.name)!r}" for f in fields(m.objective)
                    if f.name != "objective" and getattr(m.objective, f.name) != getattr(default, f.name)]
-        train = {f.name for f in fields(TrainParams)}
-        changed += [f"train.{k}={getattr(m.train, k)!r}" for k in (entry or {}) if k in train]
+        changed += [f"train.{k}={getattr(m.train, k)!r}" for k in entry.overrides]
         lines.append(f"{name}: {m.objective.objective}" + (f" ({', '.join(changed)})" if changed else ""))
     return lines
 

@@ -16,7 +16,7 @@ import sys
 import typing
 
 from rlvr.objectives.registry import objectives
-from rlvr.settings.sections import Params, ReportParams
+from rlvr.settings.sections import LOADED_SECTIONS, Params, ReportParams
 from rlvr.settings.train import TrainParams
 
 _FIELD = re.compile(r"^\s+(\w+): [^=#]+?(?: = .+?)?(?:\s+#\s*(.*))?$")
@@ -110,7 +110,7 @@ def reference() -> str:
     out += [f"| `seeds` | {cell(type_name(hints['seeds']))} | `{default_of(seeds)!r}` | "
             f"{cell(field_comments(Params)['seeds'])} |", ""]
     for f in dataclasses.fields(Params):
-        if dataclasses.is_dataclass(hints.get(f.name)):
+        if dataclasses.is_dataclass(hints.get(f.name)) and f.name not in LOADED_SECTIONS:
             out += section(f.name, hints[f.name])
     out += section("train", TrainParams)
     out += section("report", ReportParams)
@@ -135,8 +135,7 @@ def documented_keys() -> dict[str, set[str]]:
                 found.update(keys(f"{prefix}.{f.name}", hints[f.name]))
         return found
 
-    out = {"": {f.name for f in dataclasses.fields(Params) if f.name != "extra"} | {"train", "methods", "report",
-                                                                                   "checkpoints"}}
+    out = {"": {f.name for f in dataclasses.fields(Params)}}
     hints = typing.get_type_hints(Params)
     for f in dataclasses.fields(Params):
         if dataclasses.is_dataclass(hints.get(f.name)):

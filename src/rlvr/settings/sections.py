@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlvr.schema import unknown_name
+from rlvr.settings.prompt import PromptParams, check_prompt
+from rlvr.settings.train import TrainParams
 
 
 @dataclass
@@ -63,39 +65,6 @@ class DataParams:
 
 MAX_SAMPLES = 1024  # eval.k and validation.k: the most samples of a problem (the papers' largest is 256)
 GRADERS = ("math_verify", "deepscaler", "siren_official")  # verifier.grader (rlvr.grading.graders)
-PROBLEM = "{problem}"  # where the problem goes in prompt.user
-DATASET_SYSTEM = "{dataset_system}"  # in a system turn: the training set's own (Openr1-Math-46k: LUFFY's)
-
-
-@dataclass
-class TrainPromptParams:
-    """Training's prompt where it differs from evaluation's: an unset key keeps
-    prompt's value; `system: ""` trains without a system turn."""
-
-    user: str | None = None  # training's user turn (null: prompt.user)
-    system: str | None = None  # training's system turn (null: prompt.system; {dataset_system}: the training set's own)
-    chat_template: bool | None = None  # null: prompt.chat_template
-
-
-@dataclass
-class PromptParams:
-    """How a problem becomes the model's input, and where its answer is read.
-    These keys are evaluation's prompt, and training's unless `train` says otherwise."""
-
-    # the user turn; {problem} is replaced by the problem
-    user: str = PROBLEM + "\nPlease reason step by step, and put your final answer within \\boxed{}."
-    system: str | None = None  # a system turn before the user turn (SIREN's Qwen-math prompt)
-    chat_template: bool = True  # through the tokenizer's chat template, generation prompt added
-    answer_after: str | None = None  # grade only the text between this marker and the next (R1-distill: "</think>")
-    train: TrainPromptParams = field(default_factory=TrainPromptParams)
-
-    def for_training(self) -> "PromptParams":
-        """The prompt the policy is trained (and validated) on: these keys with `train`'s applied."""
-        t = self.train
-        return PromptParams(user=self.user if t.user is None else t.user,
-                            system=self.system if t.system is None else t.system,
-                            chat_template=self.chat_template if t.chat_template is None else t.chat_template,
-                            answer_after=self.answer_after)
 
 
 @dataclass
@@ -183,6 +152,29 @@ class LauncherParams:
 
 
 @dataclass
+class ReportParams:
+    """What the report compares (rlvr.report)."""
+
+    # 1.5b | 7b | 8b | 1.5b_dapo_math | siren_qwen2.5_math_7b | siren_qwen2.5_math_1.5b | siren_llama3.1_8b:
+    # a model's published numbers beside ours (null: none)
+    paper_profile: str | None = None
+    ablations: dict[str, str] = field(default_factory=dict)  # {variant method: the full method it ablates}
+
+
+@dataclass
+class MethodEntry:
+    """`methods.<name>:`: its training settings (`train:` with the entry's
+    overrides, checked) and its objective, whose own settings stay a mapping
+    here: the objective's dataclass builds them (rlvr.settings.methods), so
+    loading params imports no loss code."""
+
+    train: TrainParams
+    objective: str = "grpo"  # the objective's registered name (rlvr.objectives.registry)
+    settings: dict = field(default_factory=dict)  # the entry's other keys: the objective's settings
+    overrides: tuple[str, ...] = ()  # the train keys the entry sets over `train:`
+
+
+@dataclass
 class Params:
     seeds: list[int] = field(default_factory=lambda: [0])  # the train matrix is methods x seeds
     data: DataParams = field(default_factory=DataParams)
@@ -194,22 +186,15 @@ class Params:
     validation: ValidationParams = field(default_factory=ValidationParams)
     verifier: VerifierParams = field(default_factory=VerifierParams)
     tracking: TrackingParams = field(default_factory=TrackingParams)
-    extra: dict = field(default_factory=dict)  # sections owned by later stages, validated there
+    train: TrainParams = field(default_factory=TrainParams)  # every method's defaults; a method's own: methods[name].train
+    methods: dict[str, MethodEntry] = field(default_factory=dict)  # the train matrix's methods, in order
+    report: ReportParams = field(default_factory=ReportParams)
+    checkpoints: dict[str, str] = field(default_factory=dict)  # released models evaluated as rows: {name: hub id or directory}
 
 
-@dataclass
-class ReportParams:
-    """What the report compares (rlvr.report; its own stage reads the raw section)."""
-
-    # 1.5b | 7b | 8b | 1.5b_dapo_math | siren_qwen2.5_math_7b | siren_qwen2.5_math_1.5b | siren_llama3.1_8b:
-    # a model's published numbers beside ours (null: none)
-    paper_profile: str | None = None
-    ablations: dict[str, str] = field(default_factory=dict)  # {variant method: the full method it ablates}
-
-
-# Top-level sections kept raw beside Params, validated by their owners (train: rlvr.settings.train,
-# methods: rlvr.settings.methods, report: ReportParams, checkpoints: {name: hub id or local directory}).
-EXTRA_SECTIONS = ("train", "methods", "report", "checkpoints")
+# Sections the loader builds itself (rlvr.settings.load), not schema.build: a method's training settings are
+# `train:` with the entry's overrides, and its objective's settings wait for the objective (rlvr.settings.methods).
+LOADED_SECTIONS = ("train", "methods", "report", "checkpoints")
 
 
 def check_params(p: Params, problems: list[str]) -> None:
@@ -261,19 +246,6 @@ def check_params(p: Params, problems: list[str]) -> None:
         problems.append(f"'seeds' must be a non-empty list of distinct integers >= 0, got {p.seeds}")
     check_prompt(p.prompt, problems)
     check_launcher(p.launcher, problems)
-
-
-def check_prompt(prompt: PromptParams, problems: list[str]) -> None:
-    training = prompt.for_training()
-    for where, user in (("prompt.user", prompt.user), ("prompt.train.user", training.user)):
-        if user.count(PROBLEM) != 1:
-            problems.append(f"'{where}' must contain {PROBLEM} exactly once, got {user!r}")
-    if DATASET_SYSTEM in (prompt.system or ""):
-        problems.append(f"'prompt.system' uses {DATASET_SYSTEM}, which only training sets carry (Openr1-Math-46k): "
-                        "put it under prompt.train.system")
-    if DATASET_SYSTEM in (training.system or "") and training.system != DATASET_SYSTEM:
-        problems.append(f"'prompt.train.system' must be {DATASET_SYSTEM} alone (the dataset's own turn), "
-                        f"got {training.system!r}")
 
 
 def check_launcher(lc: LauncherParams, problems: list[str]) -> None:

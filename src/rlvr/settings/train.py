@@ -7,9 +7,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rlvr.schema import build, unknown_name
-from rlvr.settings.sections import Params
+from rlvr.settings.call_plan import CallPlan
+
+if TYPE_CHECKING:  # the sections import TrainParams: only the type comes back
+    from rlvr.settings.sections import Params
 
 
 @dataclass
@@ -104,7 +107,7 @@ def check_train(where: str, t: TrainParams, params: Params, problems: list[str])
 def check_rank_shares(where: str, t: TrainParams, world: int, problems: list[str], needs_groups: str = "") -> None:
     """Each rank takes an equal share of every mini-batch: whole questions, or,
     with token-budget calls and an objective that needs no whole group, an
-    equal slice of its responses (rlvr.rollout.groups.rows_shared).
+    equal slice of its responses (CallPlan.shared).
     `needs_groups`: the objective that needs whole groups in every loss call
     (rlvr.settings.methods adds that rule; "" here, where objectives are unknown)."""
     m, n, ranks = t.mini_batch_questions, t.responses_per_question, f"the number of ranks ({world} = " \
@@ -112,7 +115,7 @@ def check_rank_shares(where: str, t: TrainParams, world: int, problems: list[str
     if m < 1:
         return  # reported with questions_per_step
     if t.sequences_per_call > 0:
-        rows = call_rows(t, world, bool(needs_groups))
+        rows = CallPlan(t, world, bool(needs_groups)).rows
         if (m * n) % (world * rows):
             whole = f" ({rows}: the calls of all ranks together hold whole groups of {needs_groups})" \
                 if rows != t.sequences_per_call else ""
@@ -135,18 +138,6 @@ def check_rank_shares(where: str, t: TrainParams, world: int, problems: list[str
                         f"questions_per_step ({t.questions_per_step}) of {math.lcm(m, world)}")
 
 
-def call_rows(t: TrainParams, world: int, whole_groups: bool) -> int:
-    """Responses per loss call on each rank under train.sequences_per_call (0:
-    not set): its value, or, for an objective that compares a group's
-    responses, the smallest multiple of it whose calls on all ranks together
-    hold whole groups (DisCO's 4 of 8 on 8 GPUs: 4, four groups per call; on
-    one GPU: 8, one group)."""
-    rows = t.sequences_per_call
-    while rows > 0 and whole_groups and (world * rows) % t.responses_per_question:
-        rows += t.sequences_per_call
-    return rows
-
-
 def check_token_budget(where: str, t: TrainParams, max_model_len: int, problems: list[str],
                        needs_groups: str = "") -> None:
     """A loss call must hold its smallest item: one sequence of up to
@@ -164,20 +155,3 @@ def check_token_budget(where: str, t: TrainParams, max_model_len: int, problems:
 
 
 TRAIN_KEYS = frozenset(f.name for f in dataclasses.fields(TrainParams))
-
-
-def method_entry(params: Params, name: str, problems: list[str]) -> tuple[TrainParams, dict]:
-    """`methods.<name>` split into its training settings (`train:` with the
-    entry's overrides, checked) and the rest: its objective's settings, raw."""
-    methods = params.extra.get("methods") or {}
-    if name not in methods:
-        problems.append(unknown_name("methods", name, list(methods)) if methods else "params.yaml has no 'methods:'")
-        return TrainParams(), {}
-    entry = methods[name] or {}
-    if not isinstance(entry, dict):
-        problems.append(f"'methods.{name}': expected a mapping, got {type(entry).__name__}")
-        return TrainParams(), {}
-    train_raw = {**(params.extra.get("train") or {}), **{k: v for k, v in entry.items() if k in TRAIN_KEYS}}
-    train = build(TrainParams, train_raw, "train.", problems) or TrainParams()
-    check_train(f"methods.{name}", train, params, problems)
-    return train, {k: v for k, v in entry.items() if k not in TRAIN_KEYS}

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-FILES = ["README.md", "docs/gpu.md", "docs/default.md"]
+FILES = ["README.md", "docs/gpu.md", "docs/default.md", "docs/performance.md"]
 # A block's content starts on the marker's next line; an inline one right after the marker.
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->(\n?))(.*?)(<!-- end generated -->)", re.S)
 
@@ -72,6 +72,37 @@ def default_result() -> str:
     return f"{scores}; paired against grpo on the mean over sets: {paired}"
 
 
+def bench_targets() -> str:
+    """The benchmark's targets, measured and met or not (reports/bench.md), as it wrote them."""
+    lines = (ROOT / "reports" / "bench.md").read_text().splitlines()
+    table = []
+    for line in lines[lines.index("## Targets") + 1:]:
+        if table and not line.startswith("|"):
+            break
+        if line.startswith("|"):
+            table.append(line)
+    return "\n".join(table)
+
+
+def precision_findings() -> str:
+    """bf16 against fp32 for the default's grpo (reports/precision.md), as sentences."""
+    text = (ROOT / "reports" / "precision.md").read_text()
+    fp32, bf16, longer = precision_row("fp32", 10), precision_row("bf16", 10), precision_row("bf16", 20)
+    diffs = [line for line in text.splitlines() if line.startswith("- bf16")]
+
+    def paired(line: str) -> str:
+        over_problems = re.search(r"over problems \(paired, seed-averaged\) (\S+ \[[^]]+\])", line).group(1)
+        over_seeds = re.search(r"over seeds \(Welch t on the seed means\) (\S+ \[[^]]+\])", line).group(1)
+        return f"{over_problems} over problems, {over_seeds} over the seed means (Welch t)"
+
+    return (f"bf16 takes {bf16['step (s)']} s a step against fp32's {fp32['step (s)']} s. At {fp32['steps']} steps "
+            f"it reaches {bf16['held-out avg@k [95% interval]']} (seeds {bf16['per seed']}) against fp32's "
+            f"{fp32['held-out avg@k [95% interval]']} (seeds {fp32['per seed']}): {paired(diffs[0])}. At about equal "
+            f"wall time (bf16 {longer['steps']} steps, {longer['training (s)']} s of training, against fp32 "
+            f"{fp32['steps']} steps, {fp32['training (s)']} s) bf16 reaches {longer['held-out avg@k [95% interval]']}: "
+            f"{paired(diffs[1])}")
+
+
 def memory_table() -> str:
     from rlvr.tools.memory import recipe_table
 
@@ -79,7 +110,8 @@ def memory_table() -> str:
 
 
 GENERATORS = {"readme_results": readme_results, "memory_table": memory_table, "grpo_seeds": grpo_seeds,
-              "default_result": default_result}
+              "default_result": default_result, "bench_targets": bench_targets,
+              "precision_findings": precision_findings}
 
 
 def content(name: str, block: bool) -> str:

@@ -101,7 +101,7 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
     counts = prepare(params.data, params.prompt.for_training(), AutoTokenizer.from_pretrained(base))
     engine = RolloutEngine.from_params(str(base), params.engine, params.model.dtype)
     report = {"architecture": arch, "rows": counts, "methods": {}}
-    for name in params.extra["methods"]:
+    for name in params.methods:
         method = method_config(params, name)
         run = Run(name, 0)
         trainer = Trainer(params, method, str(base), work / run.run_dir, work / run.model_dir, rollout_engine=engine,
@@ -122,7 +122,7 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
             "loss": [r["loss"] for r in rows],
         }
     report["checkpoints"] = {}
-    for name in params.extra.get("checkpoints") or {}:
+    for name in params.checkpoints:
         run = Run(name, external=True)
         evaluated = run_evaluation(model_source(params, run), params, work / run.eval_dir, rollout_engine=engine)
         report["checkpoints"][name] = {"k_per_set": evaluated["metrics"]["k_per_set"],

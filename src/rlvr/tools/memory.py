@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 
 from rlvr.schema import ConfigError
+from rlvr.settings.call_plan import CallPlan
 from rlvr.settings.load import load_params
 from rlvr.settings.methods import MethodConfig, method_config
 from rlvr.settings.sections import Params
-from rlvr.settings.train import call_rows
 from rlvr.tools.model_shapes import ModelShape, model_shape
 from rlvr.training.engine import REDUCE_BUCKET
 from rlvr.training.policy import HEAD_BLOCK_LOGITS
@@ -50,11 +50,8 @@ HEAD_BLOCK = HEAD_BLOCK_LOGITS  # float32 logits per LM-head row block on a GPU
 
 
 def loss_call_rows(method: MethodConfig, params: Params) -> int:
-    """Sequences of a loss call sized by count: train.sequences_per_call (for
-    this many ranks), or micro_batch_questions whole groups."""
-    t = method.train
-    rows = call_rows(t, params.launcher.world, method.objective.needs().whole_groups)
-    return rows if rows > 0 else t.micro_batch_questions * t.responses_per_question
+    """Sequences of a loss call sized by count (CallPlan.most_rows)."""
+    return CallPlan(method.train, params.launcher.world, method.objective.needs().whole_groups).most_rows
 
 
 def loss_call_tokens(method: MethodConfig, params: Params) -> int:
@@ -158,7 +155,7 @@ def check(params: Params, gpu_bytes: float, shape: ModelShape | None = None,
     """The methods' budgets (all by default); ConfigError listing every method that cannot fit."""
     shape = shape or model_shape(params)
     found, estimates = [], {}
-    for name in methods if methods is not None else params.extra.get("methods") or {}:
+    for name in methods if methods is not None else params.methods:
         method = method_config(params, name)
         estimates[name] = budget(params, method, shape, gpu_bytes)
         found += problems(params, method, estimates[name], gpu_bytes)
@@ -212,10 +209,10 @@ def recipe_table(paths: list[Path]) -> str:
             + " | update peak | " + " | ".join(names) + " |", "|---" * (6 + len(names)) + "|"]
     for path in paths:
         params = load_params(path)
-        if not params.extra.get("methods"):
+        if not params.methods:
             continue
         shape = model_shape(params)
-        methods = [method_config(params, m) for m in params.extra["methods"]]
+        methods = [method_config(params, m) for m in params.methods]
         est = {gib: [budget(params, m, shape, gib * GIB) for m in methods] for gib in TABLE_GPUS.values()}
         first = est[GPU_80GB_GIB]
         tokens = sorted({e["tokens"] for e in first})
@@ -245,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params = load_params(args.params)
         shape = model_shape(params)
-        methods = list(params.extra.get("methods") or {})
+        methods = list(params.methods)
         print(f"{args.params}: {params.model.source}, {shape.params / 1e9:.2f}B parameters, "
               f"{params.launcher.world} rank(s), {args.gpu_gib:g} GiB per GPU")
         failed, shown = [], {}

@@ -38,7 +38,7 @@ def check_recipe(path: str | Path = "params.yaml") -> Params:
 
 def model_problems(params: Params) -> list[str]:
     named = {"model.source": params.model.source}
-    named.update({f"checkpoints.{name}": source for name, source in (params.extra.get("checkpoints") or {}).items()
+    named.update({f"checkpoints.{name}": source for name, source in params.checkpoints.items()
                   if isinstance(source, str) and source})
     return [p for where, source in named.items() if (p := source_problem(where, source))]
 
@@ -49,7 +49,7 @@ def gpu_memory_problems(params: Params) -> list[str]:
     from rlvr.tools.memory import check_this_gpu
 
     problems = []
-    for method in params.extra.get("methods") or {}:
+    for method in params.methods:
         try:
             check_this_gpu(params, method)
         except ConfigError as e:

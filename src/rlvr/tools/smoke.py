@@ -64,7 +64,7 @@ def smoke_recipe(recipe: dict, cuda: bool, model_dir: Path | None, work: Path) -
     """The recipe as the smoke runs it: SMOKE's changes on a GPU node; rlvr.tools.dryrun's
     sizes (one rank) and a tiny model without CUDA."""
     from rlvr.settings.methods import parse_recipe
-    from rlvr.settings.sections import DATASET_SYSTEM
+    from rlvr.settings.prompt import DATASET_SYSTEM
     from rlvr.settings.train import TrainParams
     from rlvr.tools import dryrun
 
@@ -144,7 +144,7 @@ def smoke_methods(params, only: str | None) -> list[str]:
     """`only`, or the first method of each distinct objective of the recipe."""
     from rlvr.schema import ConfigError, unknown_name
 
-    methods = params.extra.get("methods") or {}
+    methods = params.methods
     if only is not None:
         if only not in methods:
             raise ConfigError([unknown_name("--method", only, sorted(methods))])

@@ -25,7 +25,7 @@ def answer_text(gold: str, answer_after: str | None) -> str:
 
 def teach(model_dir: Path, prompt, steps: int = 300, batch: int = 16, lr: float = 3e-3, seed: int = 0) -> float:
     """Train the model at `model_dir` in place to answer one-digit additions in
-    `prompt`'s form (rlvr.settings.sections.PromptParams, the training prompt); returns the
+    `prompt`'s form (rlvr.settings.prompt.PromptParams, the training prompt); returns the
     last batch's loss."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

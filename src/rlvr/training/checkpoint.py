@@ -9,6 +9,7 @@ filesystem every node sees (as DeepSpeed's own checkpoints assume).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -18,6 +19,8 @@ import torch
 
 from rlvr import distributed
 from rlvr.atomic import commit_dir, recover_dir, remove_dir, staging_dir, write_json
+from rlvr.digests import file_md5
+from rlvr.schema import settings_hash
 
 
 class StaleCheckpoint(RuntimeError):
@@ -90,3 +93,21 @@ def discard(ckpt_dir: str | Path) -> None:
     if distributed.ranks_from_env().main:
         remove_dir(ckpt_dir)
     distributed.barrier()
+
+
+def run_identity(params, method, prompt, model_path: str, train_file: Path, world: int) -> dict[str, str]:
+    """What a checkpoint is valid for, input by input (a hash each): a
+    checkpoint from other inputs cannot be resumed. `method`: the run's
+    MethodConfig; `prompt`: its training prompt."""
+    parts = {"training settings": dataclasses.asdict(method.train),
+             "objective settings": dataclasses.asdict(method.objective), "initial model": model_path,
+             "training data": file_md5(train_file), "training prompt": dataclasses.asdict(prompt),
+             "number of ranks": world}
+    if method.train.eval_every:  # what the choice of the best checkpoint depends on
+        path = params.data.validation_file
+        if not path.exists():
+            raise FileNotFoundError(f"{path} not found: train.eval_every validates on problems held out of the "
+                                    "training mixture; set data.validation_size and run dvc repro prepare_data")
+        parts.update({"validation data": file_md5(path),
+                      "validation settings": dataclasses.asdict(params.validation)})
+    return {name: settings_hash(value) for name, value in parts.items()}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from rlvr import distributed
 from rlvr.rollout.groups import Group
+from rlvr.settings.call_plan import CallPlan
 
 Row = tuple[Group, int]
 
@@ -83,19 +84,19 @@ def split_to(bins: list[list[list[Row]]], k: int) -> list[list[list[Row]]]:
     return bins
 
 
-def plan_calls(rows: list[Row], train, whole_groups: bool, agree: bool = True, call_rows: int = 0) -> list[list[Row]]:
-    """This rank's loss calls over `rows` (its part of one mini-batch; with
-    `whole_groups`, every group's rows together and in order). `agree`: all
-    ranks make the same number of calls (a collective; the gradient-free
-    pi_old pass needs no agreement). `call_rows` > 0: calls of that many rows
-    in order (train.sequences_per_call; the rows are laid out call by call)."""
-    n = train.responses_per_question
-    if call_rows > 0:
-        return [rows[i : i + call_rows] for i in range(0, len(rows), call_rows)]
-    if train.max_tokens_per_call <= 0:
+def plan_calls(rows: list[Row], plan: CallPlan, agree: bool = True) -> list[list[Row]]:
+    """This rank's loss calls over `rows` (its part of one mini-batch, laid
+    out as `plan` says: with `plan.whole_groups`, every group's rows together
+    and in order; with `plan.rows`, call by call). `agree`: all ranks make the
+    same number of calls (a collective; the gradient-free pi_old pass needs no
+    agreement)."""
+    train, n = plan.train, plan.train.responses_per_question
+    if plan.rows > 0:
+        return [rows[i : i + plan.rows] for i in range(0, len(rows), plan.rows)]
+    if not plan.by_tokens:
         size = train.micro_batch_questions * n
         return [rows[i : i + size] for i in range(0, len(rows), size)]
-    items = [rows[i : i + n] for i in range(0, len(rows), n)] if whole_groups else [[r] for r in rows]
+    items = [rows[i : i + n] for i in range(0, len(rows), n)] if plan.whole_groups else [[r] for r in rows]
     bins = fill_bins(items, train.max_tokens_per_call, real_tokens if train.padding_free else padded_tokens)
     k = distributed.all_max(len(bins)) if agree else len(bins)
     return [[r for item in b for r in item] for b in split_to(bins, k)]

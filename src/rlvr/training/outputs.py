@@ -1,4 +1,4 @@
-"""What a training run writes, as the Trainer's methods (rlvr.training.trainer): its
+"""What a training run writes (rlvr.training.trainer holds one RunOutputs): its
 checkpoints, its step log and MLflow rows, the best-on-validation snapshots,
 and the final model. Rank 0 writes the files; checkpoints and the HF exports
 are collective (ZeRO-3 gathers the weights on every rank).
@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rlvr import distributed
+from rlvr.run_files import Snapshots, StepLog
 from rlvr.training import checkpoint
 from rlvr.training.engine import full_weights
 
@@ -29,63 +30,69 @@ def completion_rows(groups: list, tokenizer, n: int, step: int) -> list[dict]:
 
 
 class RunOutputs:
-    """Mixed into Trainer: reads its engine, ranks, run files and state."""
+    """A run's files and MLflow rows, with what writing them takes declared
+    here; the trainer hands over its engine and state at each write."""
 
-    def _record(self, row: dict, groups: list | None = None) -> None:
+    def __init__(self, ranks: distributed.Ranks, step_log: StepLog, tracker, ckpt_dir: Path, final_dir: Path,
+                 snapshots: Snapshots, zero_stage: int, log_completions: int):
+        """`tracker`: a Tracker or NullTracker; `log_completions`: completions
+        per step in MLflow's table (0: none)."""
+        self.ranks, self.step_log, self.tracker = ranks, step_log, tracker
+        self.ckpt_dir, self.final_dir, self.snapshots = ckpt_dir, final_dir, snapshots
+        self.zero_stage, self.log_completions = zero_stage, log_completions
+        self.tokenizer = None  # set once the trainer loads it: the completions table decodes with it
+
+    def record(self, row: dict, groups: list | None = None) -> None:
         """Append to steps.csv and MLflow (with a few of the step's completions), on rank 0."""
         if not self.ranks.main:
             return
         self.step_log.append(row)
-        shown = self.params.tracking.log_completions if self.tracker.enabled else 0
+        shown = self.log_completions if self.tracker.enabled else 0
         self.tracker.log_step(row, completion_rows(groups or [], self.tokenizer, shown, int(row["step"])))
 
     def history(self) -> list[dict[str, float]]:
         """Every recorded step of this run, resumed ones included, as numbers."""
         return self.step_log.history()
 
-    def _truncate_steps(self, last_step: int) -> None:
+    def truncate_steps(self, last_step: int) -> None:
         if self.ranks.main:
             self.step_log.truncate(last_step)
 
-    def _save(self, step: int | None) -> None:
-        step = step if step is not None else self._last_step()
-        checkpoint.save(self.ds_engine, self.ckpt_dir, {
-            "step": step, "data_position": self.sampler.position, "entropy_anchor": self.anchor,
-            "params_hash": self.hash, "identity": self.identity, "method": self.method.name, "world": self.ranks.world,
-            "best": self.best, "tracking_run_id": self.tracker.run_id,
-        }, self.ranks)
-        self.saved_step = step
+    def save_checkpoint(self, engine, state: dict) -> None:
+        """The engine's weights and optimizer with the trainer's `state`. Collective."""
+        checkpoint.save(engine, self.ckpt_dir, state, self.ranks)
 
-    def _last_step(self) -> int:
+    def last_step(self) -> int:
+        """The last recorded step, which rank 0 alone knows, on every rank."""
         last = self.step_log.last_step() if self.ranks.main else 0
         return int(distributed.all_sum([float(last)])[0])
 
-    def _save_hf(self, out_dir: Path) -> None:
+    def save_hf(self, engine, out_dir: Path) -> None:
         from rlvr.model import save_checkpoint
 
-        with full_weights(self.ds_engine, self.settings.zero_stage):  # ZeRO-3: every rank takes part
+        with full_weights(engine, self.zero_stage):  # ZeRO-3: every rank takes part
             if self.ranks.main:
-                save_checkpoint(self.ds_engine.module, self.tokenizer, out_dir)
+                save_checkpoint(engine.module, self.tokenizer, out_dir)
         distributed.barrier()
 
-    def save_snapshot(self, step: int) -> None:
+    def save_snapshot(self, engine, step: int) -> None:
         """An HF snapshot of the best step so far, marked with its identity. Collective."""
-        self._save_hf(self.snapshots.dir(step))
+        self.save_hf(engine, self.snapshots.dir(step))
         if self.ranks.main:
             self.snapshots.mark(step)
 
-    def prune_snapshots(self) -> None:
+    def prune_snapshots(self, best: dict | None) -> None:
         """Delete the snapshots that can no longer be chosen (rank 0)."""
         if self.ranks.main:
-            self.snapshots.prune(self.best["step"] if self.best else None)
+            self.snapshots.prune(best["step"] if best else None)
 
-    def _save_final(self) -> None:
+    def save_final(self, engine, best: dict | None, steps: int) -> None:
         """The trained weights as a plain HF checkpoint, the best-on-validation
         snapshot linked beside it when it is an earlier step, and their list
         (what the evaluate stage scores with the full protocol)."""
-        self._save_hf(self.final_dir)
+        self.save_hf(engine, self.final_dir)
         if self.ranks.main:
-            self.snapshots.link_into(self.final_dir, self.best, self.settings.steps, self._validation_scores())
+            self.snapshots.link_into(self.final_dir, best, steps, self.validation_scores())
 
-    def _validation_scores(self) -> dict[int, float]:
+    def validation_scores(self) -> dict[int, float]:
         return {int(r["step"]): r["val_avg@k"] for r in self.history() if "val_avg@k" in r}

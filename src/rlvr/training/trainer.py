@@ -21,7 +21,6 @@ Rank 0 alone writes steps.csv, MLflow, snapshots and the final model
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import shutil
 import signal
@@ -33,7 +32,6 @@ from tqdm.auto import tqdm
 
 from rlvr import distributed
 from rlvr.data.records import read_records
-from rlvr.digests import file_md5
 from rlvr.grading.pool import Verifier
 from rlvr.objectives import registry
 from rlvr.rollout.groups import Collected, Group, QuestionSampler, RolloutCollector, training_groups
@@ -55,7 +53,7 @@ class StepAbandoned(Exception):
     """A stop was asked for before this step's update: its rollout is dropped."""
 
 
-class Trainer(RunOutputs):
+class Trainer:
     def __init__(self, params: Params, method: MethodConfig, model_path: str, run_dir: str | Path,
                  final_dir: str | Path, tracker=None, rollout_engine=None, steps_file: str | Path | None = None,
                  fresh_on_change: bool = True):
@@ -97,12 +95,15 @@ class Trainer(RunOutputs):
         random.seed(rollout_seed)
         train_file = self.params.data.train_dir / "train.jsonl"
         self.sampler = QuestionSampler(read_records(train_file), self.settings.seed)
-        self.identity = self.run_identity(train_file)
+        self.identity = checkpoint.run_identity(self.params, self.method, self.prompt, self.model_path, train_file,
+                                                self.ranks.world)
         self.hash = settings_hash(self.identity)
         self.snapshots = Snapshots(self.run_dir / "snapshots", self.hash)
+        self.outputs = RunOutputs(self.ranks, self.step_log, self.tracker, self.ckpt_dir, self.final_dir, self.snapshots,
+                                  self.settings.zero_stage, self.params.tracking.log_completions)
         state = self._usable_state()  # before any engine is built: a refused checkpoint costs nothing
         self.tracker.start(resume=(state or {}).get("tracking_run_id"))  # a resumed training keeps its run
-        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+        self.tokenizer = self.outputs.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         needs = self.objective.needs()
         self.ds_engine, ref_model = policy_engines(self.model_path, self.settings, needs.reference_model,
@@ -119,22 +120,6 @@ class Trainer(RunOutputs):
         self.collector = RolloutCollector(self.rollout_engine, self.verifier, self.tokenizer, self.prompt,
                                           self.settings, self.sampler, self.ranks)
         return self._resume(state)
-
-    def run_identity(self, train_file: Path) -> dict[str, str]:
-        """What a checkpoint is valid for, input by input (a hash each): a
-        checkpoint from other inputs cannot be resumed."""
-        parts = {"training settings": dataclasses.asdict(self.settings),
-                 "objective settings": dataclasses.asdict(self.objective), "initial model": self.model_path,
-                 "training data": file_md5(train_file), "training prompt": dataclasses.asdict(self.prompt),
-                 "number of ranks": self.ranks.world}
-        if self.settings.eval_every:  # what the choice of the best checkpoint depends on
-            path = self.params.data.validation_file
-            if not path.exists():
-                raise FileNotFoundError(f"{path} not found: train.eval_every validates on problems held out of the "
-                                        "training mixture; set data.validation_size and run dvc repro prepare_data")
-            parts.update({"validation data": file_md5(path),
-                          "validation settings": dataclasses.asdict(self.params.validation)})
-        return {name: settings_hash(value) for name, value in parts.items()}
 
     def _usable_state(self) -> dict | None:
         """The checkpoint's state if it can be resumed; one made from other
@@ -157,18 +142,30 @@ class Trainer(RunOutputs):
 
     def _resume(self, state: dict | None) -> int:
         if state is None:
-            self._truncate_steps(0)
+            self.outputs.truncate_steps(0)
             return 0
         state = checkpoint.load(self.ds_engine, self.ckpt_dir, self.ranks)
         self.sampler.position = state["data_position"]
         self.anchor = state.get("entropy_anchor")
         self.best = state.get("best")
         self.saved_step = state["step"]
-        self.prune_snapshots()
-        self._truncate_steps(state["step"])
+        self.outputs.prune_snapshots(self.best)
+        self.outputs.truncate_steps(state["step"])
         self.push_weights()
         self._say(f"resumed from step {state['step']}")
         return state["step"]
+
+    def _save(self, step: int | None) -> None:
+        """A checkpoint of `step` (None: the last recorded one) with the trainer's state. Collective."""
+        step = step if step is not None else self.outputs.last_step()
+        self.outputs.save_checkpoint(self.ds_engine, {
+            "step": step, "data_position": self.sampler.position, "entropy_anchor": self.anchor,
+            "params_hash": self.hash, "identity": self.identity, "method": self.method.name, "world": self.ranks.world,
+            "best": self.best, "tracking_run_id": self.tracker.run_id})
+        self.saved_step = step
+
+    def history(self) -> list[dict[str, float]]:
+        return self.outputs.history()
 
     def _say(self, text: str) -> None:
         if self.ranks.main:
@@ -191,18 +188,18 @@ class Trainer(RunOutputs):
                                     s=f"{row['time_total']:.0f}")
                     done = step + 1
                     improved = every > 0 and (done % every == 0 or done == steps) and self.validate(done, row)
-                    self._record(row, self.last_groups)
+                    self.outputs.record(row, self.last_groups)
                     # Every rank must stop at the same step, whichever got the signal.
                     stop = distributed.any_rank(self.stop.requested or done == self.stop_after)
                     if improved and done < steps:
-                        self.save_snapshot(done)  # before the checkpoint: a resumed run never lacks it
+                        self.outputs.save_snapshot(self.ds_engine, done)  # before the checkpoint: a resumed run never lacks it
                     if done % self.settings.checkpoint_every == 0 or done == steps or stop:
                         self._save(done)
-                        self.prune_snapshots()
+                        self.outputs.prune_snapshots(self.best)
                     if stop:
                         raise TrainingStopped(f"stopped by {self._stop_cause()} after step {done}, checkpointed; "
                                               "rerun to resume")
-                self._save_final()
+                self.outputs.save_final(self.ds_engine, self.best, self.settings.steps)
         finally:
             self.verifier.close()
         return rows

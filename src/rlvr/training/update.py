@@ -23,8 +23,8 @@ import torch
 
 from rlvr import distributed
 from rlvr.objectives.base import MiniBatchTotals, PolicyBatch, policy_kl
-from rlvr.rollout.groups import Group, rows_shared
-from rlvr.settings.train import call_rows
+from rlvr.rollout.groups import Group
+from rlvr.settings.call_plan import CallPlan
 from rlvr.training.entropy import ENTROPIES
 from rlvr.training.loss_calls import Row, plan_calls, row_tokens, rows_of
 from rlvr.training.packing import Packed, pack, pack_flat
@@ -109,9 +109,7 @@ class PolicyUpdate:
         self.ref_model = ref_model
         if self.needs.reference_model and ref_model is None:
             raise ValueError(f"{objective.objective} with these settings needs a reference model (ref_model)")
-        # loss calls of whole groups: by micro_batch_questions, or the objective needs them
-        self.whole_groups = train.max_tokens_per_call <= 0 or self.needs.whole_groups
-        self.call_rows = call_rows(train, ranks.world, self.needs.whole_groups)  # 0: calls by groups or tokens
+        self.plan = CallPlan(train, ranks.world, self.needs.whole_groups)  # how a mini-batch becomes loss calls
         self.topp = {"top_p": self.needs.topp[0], "top_k": self.needs.topp[1]}
         self.reuse_first_forward = True  # False: a separate pi_old pass for every group (tests compare the two)
 
@@ -122,12 +120,12 @@ class PolicyUpdate:
     def mini_batches(self, order: list[Group]) -> list[list[Row]]:
         """This rank's rows of each mini-batch of `order`: its groups of each
         (order holds this rank's share), or, when the ranks share responses
-        (rlvr.rollout.groups.rows_shared), its slice of each mini-batch's rows (order
-        holds every group)."""
+        (CallPlan.shared), its slice of each mini-batch's rows (order holds
+        every group)."""
         world, rank, m = self.ranks.world, self.ranks.rank, self.train.mini_batch_questions
-        if not rows_shared(self.train, world):
+        if not self.plan.shared:
             return [rows_of(order[i : i + m // world]) for i in range(0, len(order), m // world)]
-        out, s = [], self.call_rows
+        out, s = [], self.plan.rows
         for i in range(0, len(order), m):
             rows = rows_of(order[i : i + m])
             if s > 0:  # call k of every rank together: rows [k W s, (k + 1) W s) of the mini-batch, in order
@@ -145,7 +143,7 @@ class PolicyUpdate:
         if self.train.padding_free:
             return pack_flat(prompts, responses, self.pad_id).to(self.device)
         n = self.train.responses_per_question
-        whole = self.whole_groups and len(rows) % n == 0 and all(i == k % n for k, (_, i) in enumerate(rows))
+        whole = self.plan.whole_groups and len(rows) % n == 0 and all(i == k % n for k, (_, i) in enumerate(rows))
         return pack(prompts, responses, self.pad_id, group_size=n if whole else 1).to(self.device)
 
     def epoch_orders(self, groups: list[Group], position: int) -> list[list[Group]]:
@@ -153,7 +151,7 @@ class PolicyUpdate:
         sampled order, so the ranks' mini-batches are the one-rank mini-batches
         split (rlvr.distributed.Ranks.share); later epochs reshuffle each rank's
         share, or all groups alike on every rank when the ranks share responses."""
-        own = 0 if rows_shared(self.train, self.ranks.world) else self.ranks.rank
+        own = 0 if self.plan.shared else self.ranks.rank
         rng = random.Random(self.train.seed + position + 7919 * own)
         orders = [groups[:]]
         for _ in range(1, self.train.epochs_per_step):
@@ -173,7 +171,7 @@ class PolicyUpdate:
     @torch.no_grad()
     def old_logprobs(self, rows: list[Row], meter: EntropyMeter) -> None:
         """pi_old's log-probs of `rows`, and their entropies into `meter`."""
-        for call in plan_calls(rows, self.train, self.whole_groups, agree=False, call_rows=self.call_rows):
+        for call in plan_calls(rows, self.plan, agree=False):
             packed = self.packed(call)
             out = evaluate_tokens(self.engine.module, packed, self.train.temperature, entropies=ENTROPIES,
                                   topp=self.topp)
@@ -190,8 +188,7 @@ class PolicyUpdate:
         if self.ref_model is not None:
             with torch.no_grad():
                 ref = evaluate_tokens(self.ref_model, packed, self.train.temperature)["logp"]
-        gathered = self.call_rows > 0 and self.ranks.world > 1
-        return PolicyBatch(
+                return PolicyBatch(
             logp=out["logp"], old_logp=old, mask=packed.response_mask,
             rewards=torch.tensor([g.rewards[i] for g, i in rows], device=self.device),
             group_size=self.train.responses_per_question,
@@ -199,7 +196,8 @@ class PolicyUpdate:
             max_response_len=max(self.train.max_response_tokens, packed.response_ids.shape[1]),
             ref_logp=ref, entropy=out.get("entropy"), topp_entropy=out.get("topp_entropy"),
             entropy_anchor=anchor, totals=totals,
-            gather=distributed.gather_rows if gathered else None, gather_ranks=self.ranks.world if gathered else 1,
+            gather=distributed.gather_rows if self.plan.gathered else None,
+            gather_ranks=self.ranks.world if self.plan.gathered else 1,
             levels=None if any(g.levels is None for g, _ in rows) else
             torch.tensor([g.levels[i] for g, i in rows], device=self.device),
         )
@@ -238,7 +236,7 @@ class PolicyUpdate:
         """Each mini-batch's loss calls, then one optimizer step."""
         skipped, steps = 0, 0
         for mb, totals in zip(mini_batches, self.mini_batch_totals(mini_batches)):
-            for rows in plan_calls(mb, self.train, self.whole_groups, call_rows=self.call_rows):
+            for rows in plan_calls(mb, self.plan):
                 skipped += self._loss_call(rows, totals, meter, metrics, anchor, first_update=steps == 0)
             self.engine.step()
             steps += 1
