@@ -110,3 +110,17 @@ def tiny_params(tmp_path: Path, methods=None):
     return raw
 
 
+def code_that_runs(tree, as_program: bool = False):
+    """A module's AST without what never runs when it is imported: its
+    `if __name__ == "__main__":` block (unless it is the program) and its
+    `if TYPE_CHECKING:` blocks (imports for annotations only)."""
+    import ast
+
+    def skipped(node) -> bool:
+        if not isinstance(node, ast.If):
+            return False
+        test = ast.unparse(node.test)
+        return test.endswith("TYPE_CHECKING") or (not as_program and "__main__" in test and "__name__" in test)
+
+    tree.body = [node for node in tree.body if not skipped(node)]
+    return tree

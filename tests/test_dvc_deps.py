@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import REPO
+from helpers import REPO, code_that_runs
 
 SRC = REPO / "src"
 
@@ -26,19 +26,10 @@ def module_file(name: str) -> Path | None:
     return base.with_suffix(".py") if base.with_suffix(".py").exists() else None
 
 
-def _main_block(node) -> bool:
-    """`if __name__ == "__main__":`, which runs only when the file is the program."""
-    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
-            and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"
-            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in node.test.comparators))
-
-
 def imported_modules(path: Path, as_program: bool = False) -> set[str]:
     """rlvr module names `path` imports; `from pkg import sub` counts sub when it is a module.
     A module imported by another never runs its `__main__` block: only the program's counts."""
-    tree = ast.parse(path.read_text())
-    if not as_program:
-        tree.body = [node for node in tree.body if not _main_block(node)]
+    tree = code_that_runs(ast.parse(path.read_text()), as_program)
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -188,8 +179,7 @@ def import_cycles(root: Path) -> list[list[str]]:
     for f in root.rglob("*.py"):
         packages = {p / "__init__.py" for p in f.parents if root in p.parents}
         edges = set()
-        tree = ast.parse(f.read_text())
-        tree.body = [node for node in tree.body if not _main_block(node)]
+        tree = code_that_runs(ast.parse(f.read_text()))
         for node in ast.walk(tree):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [f"{node.module}.{a.name}" for a in node.names] + [node.module] \

@@ -5,7 +5,7 @@ lines. `rlvr <tool>` (rlvr/__main__.py) is the program on top of them all."""
 import ast
 from pathlib import Path
 
-from helpers import REPO
+from helpers import REPO, code_that_runs
 
 RLVR = REPO / "src" / "rlvr"
 # Bottom to top: a package may import itself and what comes before it.
@@ -25,9 +25,8 @@ def layer(path: Path) -> str:
 
 def rlvr_imports(path: Path) -> set[str]:
     """Packages (or "" for a flat module) that `path` imports, function-level
-    imports included, its `__main__` block left out (nothing imports a program)."""
-    tree = ast.parse(path.read_text())
-    tree.body = [n for n in tree.body if not (isinstance(n, ast.If) and "__main__" in ast.unparse(n.test))]
+    imports included, its `__main__` and TYPE_CHECKING blocks left out (they never run on import)."""
+    tree = code_that_runs(ast.parse(path.read_text()))
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

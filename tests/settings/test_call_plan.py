@@ -1,6 +1,6 @@
 """CallPlan: the one answer to how a mini-batch is cut into loss calls, by hand."""
 
-import re
+import ast
 
 import pytest
 from helpers import REPO
@@ -40,5 +40,6 @@ def test_no_other_module_sizes_a_loss_call():
     update, the rollout groups and the memory budget ask it (the settings'
     checks and the smoke's recipe adjustment name the keys in their messages)."""
     readers = {str(f.relative_to(REPO / "src" / "rlvr")) for f in (REPO / "src" / "rlvr").rglob("*.py")
-               if re.search(r"\.sequences_per_call\b", f.read_text())}
+               if any(isinstance(n, ast.Attribute) and n.attr == "sequences_per_call"
+                      for n in ast.walk(ast.parse(f.read_text())))}
     assert readers <= {"settings/call_plan.py", "settings/train.py", "tools/memory.py"}, readers

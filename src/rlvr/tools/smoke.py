@@ -151,7 +151,7 @@ def smoke_methods(params, only: str | None) -> list[str]:
         return [only]
     first: dict[str, str] = {}
     for name, entry in methods.items():
-        first.setdefault((entry or {}).get("objective", "grpo"), name)
+        first.setdefault(entry.objective, name)
     return list(first.values())
 
 

@@ -188,7 +188,7 @@ class PolicyUpdate:
         if self.ref_model is not None:
             with torch.no_grad():
                 ref = evaluate_tokens(self.ref_model, packed, self.train.temperature)["logp"]
-                return PolicyBatch(
+        return PolicyBatch(
             logp=out["logp"], old_logp=old, mask=packed.response_mask,
             rewards=torch.tensor([g.rewards[i] for g, i in rows], device=self.device),
             group_size=self.train.responses_per_question,
