@@ -29,8 +29,8 @@ def restore_hint() -> None:
     running it: say how to get them back."""
     stage = os.environ.get("DVC_STAGE")
     if stage:
-        print(f"note: DVC removed {stage}'s earlier outputs before running it; `dvc checkout {stage}` restores "
-              "them from the cache", file=sys.stderr, flush=True)
+        print(f"note: DVC removed {stage}'s earlier outputs before running it; `dvc checkout --force {stage}` "
+              "restores them from the cache", file=sys.stderr, flush=True)
 
 
 @contextmanager

@@ -30,7 +30,11 @@ class StepLog:
         self.path = Path(path)
 
     def append(self, row: dict) -> None:
-        write_csv(self.path, read_csv(self.path) + [row])
+        rows = read_csv(self.path)
+        if rows and int(float(rows[-1]["step"])) >= int(row["step"]):
+            raise RuntimeError(f"{self.path} already holds step {rows[-1]['step']}: step {row['step']} would repeat "
+                               "or reorder it (two trainers on one run? rlvr.training.run_lock keeps them apart)")
+        write_csv(self.path, rows + [row])
 
     def truncate(self, last_step: int) -> None:
         """Drop the rows after `last_step` (a run resumed from an earlier checkpoint)."""

@@ -1,7 +1,7 @@
 """The machinery of the params schema: a dataclass built from YAML with
 every problem reported at once (unknown keys with the closest valid name,
-wrong types with the expected one), and the hash runs are keyed by. Imports
-nothing of rlvr."""
+wrong types with the expected one), numeric ranges, and the hash runs are
+keyed by. Imports nothing of rlvr."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import math
 import types
 import typing
+from dataclasses import dataclass
 
 
 def settings_hash(*sections) -> str:
@@ -92,3 +94,75 @@ def unknown_name(where: str, name, valid, what: str = "name") -> str:
     close = difflib.get_close_matches(str(name), list(map(str, valid)), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     return f"'{where}' has unknown {what} '{name}'{hint}; valid: {', '.join(map(str, valid))}"
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric setting may take: a finite number in [low, high],
+    either end open or unbounded."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    low_open: bool = False
+    high_open: bool = False
+
+    def __contains__(self, value) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return False
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return above and below
+
+    def __str__(self) -> str:
+        low, high = f"{self.low:g}", f"{self.high:g}"
+        if math.isfinite(self.low) and math.isfinite(self.high):
+            return f"in {'(' if self.low_open else '['}{low}, {high}{')' if self.high_open else ']'}"
+        if math.isfinite(self.low):
+            return f"{'>' if self.low_open else '>='} {low}"
+        if math.isfinite(self.high):
+            return f"{'<' if self.high_open else '<='} {high}"
+        return "a finite number"
+
+    def outside(self, integer: bool = False):
+        """A value the range refuses (the tests plant it)."""
+        if math.isfinite(self.low):
+            return self.low - 1 if integer or not self.low_open else self.low
+        if math.isfinite(self.high):
+            return self.high + 1 if integer or not self.high_open else self.high
+        return math.nan
+
+
+ANY = Range()
+AT_LEAST_0, AT_LEAST_1, POSITIVE = Range(0), Range(1), Range(0, low_open=True)
+FRACTION = Range(0, 1, low_open=True)  # (0, 1]: a top-p, a share of tokens
+OPEN_FRACTION = Range(0, 1, low_open=True, high_open=True)  # (0, 1)
+
+
+def check_ranges(obj, ranges: dict[str, Range], problems: list[str], where=lambda key: key) -> None:
+    """Every setting of `obj` that `ranges` names ("a.b" reaches a nested
+    section) inside its range, each element of a list or mapping too; None is
+    a setting left unset. `where(key)`: the key as the user wrote it."""
+    for key, allowed in ranges.items():
+        value = obj
+        for part in key.split("."):
+            value = getattr(value, part)
+        values = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
+        if any(v is not None and v not in allowed for v in values):
+            problems.append(f"'{where(key)}' must be {allowed}, got {value!r}")
+
+
+def numeric_settings(cls, prefix: str = "") -> dict[str, type]:
+    """Every int or float setting of dataclass `cls` ("a.b" in nested
+    sections; optional ones, lists and mappings of numbers included), by its
+    dotted name: what a table of ranges must cover."""
+    out, hints = {}, typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            out.update(numeric_settings(tp, f"{prefix}{f.name}."))
+            continue
+        args = [a for a in (typing.get_args(tp) or (tp,)) if a is not type(None)]
+        inner = args[-1] if typing.get_origin(tp) in (list, dict) else args[0]
+        if inner in (int, float):
+            out[f"{prefix}{f.name}"] = inner
+    return out

@@ -10,7 +10,9 @@ ask again (a launcher forwards the signal its group already got); a second
 Ctrl-C aborts at once, without a checkpoint.
 
 Exit statuses of the stage scripts: 2 a params or input problem found before
-any compute, 3 stopped with the checkpoint written, 128 + signal aborted.
+any compute, 3 stopped with the checkpoint written, 4 failed (a step's
+grading, a checkpoint write) with the last checkpoint kept, 128 + signal
+aborted.
 """
 
 from __future__ import annotations
@@ -19,11 +21,19 @@ import signal
 
 EXIT_CONFIG = 2
 EXIT_STOPPED = 3
+EXIT_FAILED = 4
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class TrainingStopped(RuntimeError):
     """The run stopped early with its checkpoint written; rerunning resumes it."""
+
+
+class TrainingFailed(RuntimeError):
+    """The run cannot go on by itself (its grader failed, a checkpoint could
+    not be written); the message names the cause and the checkpoint kept."""
+
+    exit_status = EXIT_FAILED
 
 
 class TrainingAborted(BaseException):
@@ -39,9 +49,10 @@ class StopRequest:
     """While entered, SIGTERM and SIGINT set `signal` instead of killing the
     process (main thread only, as Python's signal handlers are)."""
 
-    def __init__(self, say=print):
+    def __init__(self, say=print, on_request=lambda: None):
+        """`on_request`: called once, when the first stop is asked for."""
         self.signal: int | None = None
-        self._say, self._previous = say, {}
+        self._say, self._on_request, self._previous = say, on_request, {}
 
     @property
     def requested(self) -> bool:
@@ -51,6 +62,7 @@ class StopRequest:
         """Ask for a stop as the signal `signum` would."""
         if self.signal is None:
             self.signal = signum
+            self._on_request()
             self._say(f"{self.name} received: stopping at the next safe point with a checkpoint "
                       "(Ctrl-C again aborts without one)")
 

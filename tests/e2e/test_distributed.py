@@ -64,7 +64,8 @@ def test_two_ranks_make_the_one_rank_update(one_step, tiny_model, name):
     assert diff.norm() / update < 1e-3 and diff.abs().max().item() < 1e-5
     for key in ("loss", "kl", "reward_mean", "accuracy", "entropy", "topp_entropy", "response_length",
                 "zero_variance_groups"):
-        assert two["row"][key] == pytest.approx(one["row"][key], rel=1e-4, abs=1e-7), key
+        # abs 1e-6: KL is a mean of differences of near-equal log-probs, summed in another order over ranks
+        assert two["row"][key] == pytest.approx(one["row"][key], rel=1e-4, abs=1e-6), key
     assert one["row"]["kl"] != 0  # the second mini-batch is off-policy: the test sees the old-logprob pass
     if name == "siren":
         assert two["row"]["entropy_anchor"] == pytest.approx(one["row"]["entropy_anchor"], rel=1e-5)

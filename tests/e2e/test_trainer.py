@@ -227,6 +227,40 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(setup, tiny_model, tmp_
     assert all(torch.isfinite(p).all() for p in tr.ds_engine.module.parameters())
 
 
+def test_a_step_whose_grading_fails_ends_the_run_with_its_cause_and_the_checkpoint_kept(setup, tiny_model, tmp_path,
+                                                                                      monkeypatch):
+    """The grader fails in step 2's rollout: the step is dropped before its
+    update, step 1 is checkpointed, and one TrainingFailed (exit status 4)
+    names the cause and what was kept; the rerun resumes from step 1."""
+    from rlvr.grading.pool import GradingFailed, Verifier
+    from rlvr.stopping import TrainingFailed
+    from rlvr.training.trainer import Trainer
+
+    params, engine, _ = setup
+    method = method_config(params, "grpo")
+    method.train.checkpoint_every = 5
+    grade, calls = Verifier.grade, []
+
+    def failing_on_step_2(self, groups, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise GradingFailed("every response of the call timed out (verifier.group_timeout_s)")
+        return grade(self, groups, *args, **kwargs)
+
+    monkeypatch.setattr(Verifier, "grade", failing_on_step_2)
+    tr = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", rollout_engine=engine)
+    with pytest.raises(TrainingFailed) as failed:
+        tr.train()
+    said = str(failed.value)
+    assert said.startswith("grading failed during the rollout of step 2: the step was dropped before its update; "
+                           "the checkpoint holds step 1; every response of the call timed out")
+    assert failed.value.exit_status == 4
+    assert json.loads((tmp_path / "r" / "checkpoint" / "trainer_state.json").read_text())["step"] == 1
+    monkeypatch.setattr(Verifier, "grade", grade)
+    again = Trainer(params, method, str(tiny_model), tmp_path / "r", tmp_path / "m", rollout_engine=engine)
+    assert [r["step"] for r in again.train()] == [2]
+
+
 def _validated_params(tmp_path):
     """grpo for 4 steps, validated at each on 4 held-out problems, a checkpoint every 2; data prepared."""
     from rlvr.data.prepare import prepare

@@ -401,7 +401,7 @@ def test_an_objectives_own_checks_and_unknown_names_are_config_errors():
     msg = str(e.value)
     for needle in ("'methods.a.form' has unknown value 'droo' (did you mean 'dro'?)", "'methods.a.tau' must be > 0",
                    "'methods.b.objective' has unknown name 'grpoo' (did you mean 'grpo'?)",
-                   "'methods.c.forking_top_ratio' must be in (0, 1)", "'train.steps' must be >= 1"):
+                   "'methods.c.forking_top_ratio' must be in (0, 1)", "'methods.c.steps' must be >= 1"):
         assert needle in msg, needle
 
 

@@ -87,7 +87,8 @@ def test_needs_whole_groups_and_the_reference_and_checks_its_settings():
     assert needs.whole_groups and needs.reference_model
     problems = []
     settings("trpa", beta=0.0, trust_region_coef=-1.0).check("methods.trpa", problems)
-    assert len(problems) == 1 and "beta" in problems[0]
+    assert problems == ["'methods.trpa.beta' must be > 0, got 0.0",
+                        "'methods.trpa.trust_region_coef' must be >= 0, got -1.0"]
     with pytest.raises(ValueError, match="ref_logp"):
         b = batch([1.0, 0, 0, 1, 1, 1])
         b.ref_logp = None

@@ -161,7 +161,7 @@ def test_validation_needs_a_held_out_split_and_a_sane_profile(raw):
     with pytest.raises(ConfigError) as e:
         parse_recipe(bad)
     text = str(e.value)
-    assert "set data.validation_size" in text and "'validation' needs k in [1, 1024]" in text
+    assert "set data.validation_size" in text and "'validation.k' must be in [1, 1024]" in text
     bad = copy.deepcopy(raw)
     bad["train"]["eval_every"] = 5
     bad["data"]["validation_size"] = 16

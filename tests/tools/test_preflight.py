@@ -18,11 +18,11 @@ PLANTED = [
     ("a typo in a key", ("eval", "temprature"), 0.5, "did you mean 'eval.temperature'"),
     ("a typo in a method's key", ("methods", "grpo", "objectve"), "grpo", "did you mean 'methods.grpo.objective'"),
     ("an unknown objective", ("methods", "disco_logl", "objective"), "disko", "did you mean 'disco'"),
-    ("a negative learning rate", ("train", "lr"), -1e-6, "lr and grad_clip must be > 0"),
+    ("a negative learning rate", ("train", "lr"), -1e-6, "'train.lr' must be > 0"),
     ("a sample count no engine holds", ("eval", "k"), 100000, "'eval.k' must be in [1, 1024]"),
     ("a model path that does not exist", ("model", "source"), "models/nowhere", "models/nowhere is not a local"),
     ("an unknown benchmark", ("data", "benchmarks"), ["math5000"], "did you mean 'math500'"),
-    ("one response per question", ("train", "responses_per_question"), 1, "responses_per_question must be >= 2"),
+    ("one response per question", ("train", "responses_per_question"), 1, "'train.responses_per_question' must be >= 2"),
     ("no steps", ("train", "steps"), 0, "'train.steps' must be >= 1"),
     ("a response longer than the context", ("train", "max_response_tokens"), 10**6, "must be below 'engine.max_model_len'"),
     ("a sampling share out of range", ("eval", "top_p"), 1.5, "'eval.top_p' must be in (0, 1]"),
@@ -57,7 +57,7 @@ def test_the_stage_stops_with_the_list_before_any_compute(tmp_path):
     took = time.perf_counter() - t0
     assert out.returncode == 2, out.stderr[-2000:]
     assert all(said in out.stderr for *_, said in PLANTED) and "Traceback" not in out.stderr
-    assert "dvc checkout check_params" in out.stderr
+    assert "dvc checkout --force check_params" in out.stderr
     assert not (tmp_path / "runs/params.checked").exists()
     print(f"11 planted problems reported by check_params in {took:.1f} s")
 

@@ -1,11 +1,14 @@
 """Checkpoint writes are atomic: a kill at any point leaves a usable checkpoint."""
 
+import errno
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 from rlvr.training import checkpoint
 
@@ -47,6 +50,40 @@ def test_partial_write_leaves_previous_checkpoint(tmp_path):
     checkpoint.save(FileEngine("v2"), ck, {"step": 4})
     assert checkpoint.read_state(ck)["step"] == 4
     assert not (tmp_path / "checkpoint.tmp").exists() and not (tmp_path / "checkpoint.old").exists()
+
+
+class FullDisk(FileEngine):
+    """Fails as a write to a full disk does: with the errno, or as torch says it (no errno)."""
+
+    def __init__(self, error: Exception):
+        super().__init__()
+        self.error = error
+
+    def save_checkpoint(self, d, tag):
+        super().save_checkpoint(d, tag)  # a part is written, then the disk is full
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [OSError(errno.ENOSPC, "No space left on device"),
+                                   RuntimeError("PytorchStreamWriter failed writing file data/0: file write failed")])
+def test_a_full_disk_names_itself_and_keeps_the_previous_checkpoint(tmp_path, error):
+    ck = tmp_path / "checkpoint"
+    checkpoint.save(FileEngine("v1"), ck, {"step": 2})
+    with pytest.raises(checkpoint.CheckpointWriteFailed) as failed:
+        checkpoint.save(FullDisk(error), ck, {"step": 4})
+    said = str(failed.value)
+    assert f"no space left on the disk of {tmp_path}" in said and "GiB free" in said
+    assert "the previous checkpoint (step 2) is intact" in said and said.endswith("free space and rerun to resume")
+    assert not (tmp_path / "checkpoint.tmp").exists()  # the half-written copy's space is back
+    eng = FileEngine("")
+    assert checkpoint.load(eng, ck)["step"] == 2 and eng.payload == "v1"
+    assert failed.value.exit_status == 4
+
+
+def test_another_write_error_is_named_as_it_is(tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoint, "LOW_DISK", 0)  # whatever this disk has free
+    with pytest.raises(checkpoint.CheckpointWriteFailed, match=r"PermissionError: denied \(.* GiB free\); no earlier checkpoint exists; fix that"):
+        checkpoint.save(FullDisk(PermissionError("denied")), tmp_path / "checkpoint", {"step": 1})
 
 
 def test_sigkill_during_checkpoint_write(tmp_path):
@@ -109,3 +146,23 @@ def test_disk_per_run_by_hand():
     d = disk_per_run(10**9, TrainParams(steps=30, eval_every=0, bf16=False))  # float32, no validation
     assert {k: v / 1e9 for k, v in d.items()} == {"model": 4, "checkpoint": 16, "steady": 20, "peak": 36,
                                                   "every_snapshot": 24}
+
+
+def test_a_stale_checkpoint_is_set_aside_until_the_new_runs_first_and_back_if_it_fails(tmp_path):
+    ck, snaps, steps = tmp_path / "checkpoint", tmp_path / "snapshots", tmp_path / "steps.csv"
+    checkpoint.save(FileEngine("old"), ck, {"step": 10, "params_hash": "old", "identity": {"training settings": "a"}})
+    snaps.mkdir()
+    steps.write_text("step\n1\n")
+    said = []
+    state = checkpoint.usable_state(ck, {"training settings": "b"}, True, said.append, (snaps, steps))
+    assert state is None and said[0].endswith(f"starting fresh; it waits in {tmp_path}/checkpoint.stale until the "
+                                              "new run's first checkpoint")
+    assert not ck.exists() and not snaps.exists() and not steps.exists()
+    steps.write_text("step\n1\n2\n")  # the new run began, then failed before its first checkpoint
+    assert checkpoint.restore_aside(ck, snaps, steps)
+    assert checkpoint.read_state(ck)["step"] == 10 and snaps.is_dir() and steps.read_text() == "step\n1\n"
+    checkpoint.usable_state(ck, {"training settings": "b"}, True, said.append, (snaps, steps))
+    checkpoint.save(FileEngine("new"), ck, {"step": 1})  # its first checkpoint: what was set aside goes
+    checkpoint.drop_aside(ck, snaps, steps)
+    assert not any(p.name.endswith(".stale") for p in tmp_path.iterdir())
+    assert not checkpoint.restore_aside(ck, snaps, steps) and checkpoint.read_state(ck)["step"] == 1

@@ -15,11 +15,11 @@ cut into calls and ranks. Without `totals` the batch is the whole mini-batch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, ClassVar
 
 import torch
 
-from rlvr.schema import unknown_name
+from rlvr.schema import Range, check_ranges, unknown_name
 
 # ---- what an objective is configured with, and what it needs ------------------
 
@@ -51,12 +51,15 @@ class ObjectiveParams:
     objective's dataclass (a subclass), keys the trainer does not own."""
 
     objective: str = "grpo"  # a registered name (rlvr.objectives.registry)
+    # the range of every numeric setting (tests/settings/test_ranges.py: none without one); a subclass adds its own
+    ranges: ClassVar[dict[str, Range]] = {}
 
     def needs(self) -> Needs:
         return Needs()
 
     def check(self, where: str, problems: list[str]) -> None:
         """Append a line per problem (`where`: the method's params path)."""
+        check_ranges(self, self.ranges, problems, where=lambda key: f"{where}.{key}")
 
 
 def check_choice(where: str, key: str, value, valid: tuple, problems: list[str]) -> None:

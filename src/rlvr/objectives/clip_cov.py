@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -11,6 +12,7 @@ from rlvr.objectives.advantages import advantages
 from rlvr.objectives.base import LossOutput, Needs, PolicyBatch, token_covariance, token_share
 from rlvr.objectives.policy_term import DrGRPOTermParams, aggregate, clipped_policy_loss
 from rlvr.objectives.registry import register
+from rlvr.schema import ANY, FRACTION, Range
 
 
 def batch_seed(batch: PolicyBatch) -> int:
@@ -27,6 +29,14 @@ class ClipCovParams(DrGRPOTermParams):
     cov_clip_ratio: float = 2e-4  # share of real tokens detached (at least 1), drawn from the band
     cov_clip_bounds_low: float = 1.0  # the band: cov > low (strict)
     cov_clip_bounds_high: float = 5.0  # the band: cov < high (strict)
+    ranges: ClassVar[dict[str, Range]] = {**DrGRPOTermParams.ranges, "cov_clip_ratio": FRACTION,
+                                          "cov_clip_bounds_low": ANY, "cov_clip_bounds_high": ANY}
+
+    def check(self, where: str, problems: list[str]) -> None:
+        super().check(where, problems)
+        if self.cov_clip_bounds_low >= self.cov_clip_bounds_high:
+            problems.append(f"'{where}': the band cov_clip_bounds_low < cov < cov_clip_bounds_high is empty, got "
+                            f"{self.cov_clip_bounds_low} and {self.cov_clip_bounds_high}")
 
     def needs(self) -> Needs:
         return Needs(per_call=True)  # the covariance's means and the token budget are per loss call

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -29,6 +30,7 @@ from rlvr.objectives.base import (
     seq_mean,
 )
 from rlvr.objectives.registry import register
+from rlvr.schema import AT_LEAST_0, OPEN_FRACTION, POSITIVE, Range
 
 
 @dataclass
@@ -43,6 +45,8 @@ class DiscoParams(ObjectiveParams):
     kl_estimator: str = "kl"  # kl | low_var_kl
     constraint: str = "hinge"  # hinge: (beta/2) max(0, KL - delta)^2 | penalty: kl_penalty_coef * KL (the ablation)
     kl_penalty_coef: float = 1e-3  # the penalty's weight (verl's kl_loss_coef default, in DisCO's config)
+    ranges: ClassVar[dict[str, Range]] = {"clip_eps": OPEN_FRACTION, "tau": POSITIVE, "delta": AT_LEAST_0,
+                                          "beta": AT_LEAST_0, "kl_penalty_coef": AT_LEAST_0}
 
     def needs(self) -> Needs:
         # the DRO/basic objective compares a question's responses; the constraint is the loss call's
@@ -53,13 +57,8 @@ class DiscoParams(ObjectiveParams):
         super().check(where, problems)
         check_choice(where, "score", self.score, ("logl", "lratio", "lratio_clipped"), problems)
         check_choice(where, "constraint", self.constraint, ("hinge", "penalty"), problems)
-        if not 0 < self.clip_eps < 1 or self.kl_penalty_coef < 0:
-            problems.append(f"'{where}': clip_eps in (0, 1) and kl_penalty_coef >= 0, "
-                            f"got {self.clip_eps}, {self.kl_penalty_coef}")
         check_choice(where, "form", self.form, ("dro", "basic"), problems)
         check_choice(where, "kl_estimator", self.kl_estimator, ("kl", "low_var_kl"), problems)
-        if self.tau <= 0:
-            problems.append(f"'{where}.tau' must be > 0, got {self.tau}")
 
 
 def scores(batch: PolicyBatch, score: str, clip_eps: float = 0.2) -> torch.Tensor:

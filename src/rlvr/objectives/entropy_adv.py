@@ -4,6 +4,7 @@ baselines (see entropy_reg.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -11,20 +12,18 @@ from rlvr.objectives.advantages import advantages
 from rlvr.objectives.base import ENTROPY, LossOutput, Needs, PolicyBatch, need_entropy, token_mean
 from rlvr.objectives.policy_term import DrGRPOTermParams, policy_term
 from rlvr.objectives.registry import register
+from rlvr.schema import AT_LEAST_0, POSITIVE, Range
 
 
 @dataclass
 class EntropyAdvParams(DrGRPOTermParams):
     entropy_adv_alpha: float = 0.4  # A + min(alpha * H.detach(), |A| / kappa)
     entropy_adv_kappa: float = 1.0  # SIREN's code uses 1 (Cheng et al. require kappa > 1)
+    ranges: ClassVar[dict[str, Range]] = {**DrGRPOTermParams.ranges, "entropy_adv_alpha": AT_LEAST_0,
+                                          "entropy_adv_kappa": POSITIVE}
 
     def needs(self) -> Needs:
         return Needs(entropies=ENTROPY)  # read only: it shapes the advantage
-
-    def check(self, where: str, problems: list[str]) -> None:
-        super().check(where, problems)
-        if self.entropy_adv_kappa <= 0:
-            problems.append(f"'{where}.entropy_adv_kappa' must be > 0, got {self.entropy_adv_kappa}")
 
 
 @register("entropy_adv", EntropyAdvParams, examples=({"dual_clip": 3.0},))

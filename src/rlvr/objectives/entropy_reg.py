@@ -14,15 +14,18 @@ centring, token budgets and quantiles are per call.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rlvr.objectives.base import ENTROPY, LossOutput, Needs, PolicyBatch, need_entropy
 from rlvr.objectives.policy_term import DrGRPOTermParams, aggregate, policy_term
 from rlvr.objectives.registry import register
+from rlvr.schema import AT_LEAST_0, Range
 
 
 @dataclass
 class EntropyRegParams(DrGRPOTermParams):
     entropy_coef: float = 0.0  # weight of the entropy bonus (official: 0.005)
+    ranges: ClassVar[dict[str, Range]] = {**DrGRPOTermParams.ranges, "entropy_coef": AT_LEAST_0}
 
     def needs(self) -> Needs:
         return Needs(entropies=ENTROPY, grad_entropies=ENTROPY)

@@ -4,6 +4,7 @@ baselines (see entropy_reg.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -11,6 +12,7 @@ from rlvr.objectives.base import ENTROPY, LossOutput, Needs, PolicyBatch, check_
 from rlvr.objectives.policy_term import DrGRPOTermParams, policy_term
 from rlvr.objectives.registry import register
 from rlvr.objectives.siren import peak_entropy_mask
+from rlvr.schema import OPEN_FRACTION, Range
 
 
 def forking_mask(h: torch.Tensor, mask: torch.Tensor, top_ratio: float, scope: str = "response") -> torch.Tensor:
@@ -32,6 +34,7 @@ def forking_mask(h: torch.Tensor, mask: torch.Tensor, top_ratio: float, scope: s
 @dataclass
 class ForkingParams(DrGRPOTermParams):
     forking_top_ratio: float = 0.2  # keep the tokens with H above the (1 - ratio) quantile
+    ranges: ClassVar[dict[str, Range]] = {**DrGRPOTermParams.ranges, "forking_top_ratio": OPEN_FRACTION}
     forking_scope: str = "response"  # the quantile's tokens: 'response' (SIREN's code) | 'batch' (Wang et al.)
 
     def needs(self) -> Needs:
@@ -41,8 +44,6 @@ class ForkingParams(DrGRPOTermParams):
     def check(self, where: str, problems: list[str]) -> None:
         super().check(where, problems)
         check_choice(where, "forking_scope", self.forking_scope, ("response", "batch"), problems)
-        if not 0 < self.forking_top_ratio < 1:
-            problems.append(f"'{where}.forking_top_ratio' must be in (0, 1), got {self.forking_top_ratio}")
 
 
 @register("forking_80_20", ForkingParams, examples=({"dual_clip": 3.0}, {"forking_scope": "batch"}))

@@ -16,23 +16,21 @@ Other members are params, not modules: GSPO is `objective: grpo` with
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rlvr.objectives.base import LossOutput, Needs, PolicyBatch, k3_kl, seq_mean_then_mean
 from rlvr.objectives.policy_term import PolicyTermParams, policy_term
 from rlvr.objectives.registry import register
+from rlvr.schema import AT_LEAST_0, Range
 
 
 @dataclass
 class GRPOParams(PolicyTermParams):
     kl_coef: float = 0.0  # k3 KL to a frozen reference; 0: no reference model
+    ranges: ClassVar[dict[str, Range]] = {**PolicyTermParams.ranges, "kl_coef": AT_LEAST_0}
 
     def needs(self) -> Needs:
         return Needs(reference_model=self.kl_coef > 0)
-
-    def check(self, where: str, problems: list[str]) -> None:
-        super().check(where, problems)
-        if self.kl_coef < 0:
-            problems.append(f"'{where}.kl_coef' must be >= 0, got {self.kl_coef}")
 
 
 @dataclass

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rlvr.objectives.base import LossOutput, Needs, PolicyBatch, masked_sum
 from rlvr.objectives.grpo import GRPOParams, grpo
 from rlvr.objectives.registry import register
+from rlvr.schema import AT_LEAST_0, Range
 
 
 @dataclass
 class GRPOERParams(GRPOParams):
     entropy_coef: float = 0.0  # weight of the mean token entropy subtracted from the loss
+    ranges: ClassVar[dict[str, Range]] = {**GRPOParams.ranges, "entropy_coef": AT_LEAST_0}
 
     def needs(self) -> Needs:
         return Needs(entropies=frozenset({"entropy"}), grad_entropies=frozenset({"entropy"}),

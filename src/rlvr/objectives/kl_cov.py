@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -18,12 +19,14 @@ from rlvr.objectives.base import (
     token_share,
 )
 from rlvr.objectives.registry import register
+from rlvr.schema import AT_LEAST_0, FRACTION, Range
 
 
 @dataclass
 class KLCovParams(ObjectiveParams):
     kl_cov_ratio: float = 2e-4  # share of real tokens (top covariance, at least 1) given the KL term
     kl_cov_coef: float = 1.0  # weight of |log p - log p_old| on the selected tokens
+    ranges: ClassVar[dict[str, Range]] = {"kl_cov_ratio": FRACTION, "kl_cov_coef": AT_LEAST_0}
 
     def needs(self) -> Needs:
         return Needs(per_call=True)  # the covariance's means and the token budget are per loss call

@@ -15,6 +15,7 @@ other settings (rlvr.objectives.grpo), and the objectives that add a term
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -29,6 +30,7 @@ from rlvr.objectives.base import (
     seq_sum_norm,
     token_mean,
 )
+from rlvr.schema import AT_LEAST_0, Range
 
 RATIOS = ("token", "sequence")
 # verl's names for how token losses become the loss (core_algos.agg_loss)
@@ -48,18 +50,14 @@ class PolicyTermParams(ObjectiveParams):
     clip_low: float = 0.2  # the ratio is clipped to [1 - clip_low, 1 + clip_high]
     clip_high: float = 0.2  # DAPO's clip-higher: 0.28; GSPO: 3e-4 / 4e-4
     dual_clip: float | None = None  # cap for negative advantages: SIREN 3, DAPO (verl recipe) 10
+    ranges: ClassVar[dict[str, Range]] = {"adv_eps": AT_LEAST_0, "clip_low": Range(0, 1, high_open=True),
+                                          "clip_high": AT_LEAST_0, "dual_clip": Range(1, low_open=True)}
 
     def check(self, where: str, problems: list[str]) -> None:
         super().check(where, problems)
         check_choice(where, "advantage", self.advantage, tuple(ADVANTAGES), problems)
         check_choice(where, "ratio", self.ratio, RATIOS, problems)
         check_choice(where, "aggregation", self.aggregation, AGGREGATIONS, problems)
-        if self.clip_low < 0 or self.clip_high < 0:
-            problems.append(f"'{where}': clip_low and clip_high must be >= 0, got {self.clip_low}, {self.clip_high}")
-        if self.dual_clip is not None and self.dual_clip <= 1:
-            problems.append(f"'{where}.dual_clip' must be > 1 (or null: off), got {self.dual_clip}")
-        if self.adv_eps < 0:
-            problems.append(f"'{where}.adv_eps' must be >= 0, got {self.adv_eps}")
 
 
 def aggregate(x: torch.Tensor, mask: torch.Tensor, mode: str, batch: PolicyBatch) -> torch.Tensor:

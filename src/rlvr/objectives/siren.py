@@ -19,12 +19,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import ClassVar
 
 import torch
 
 from rlvr.objectives.base import LossOutput, Needs, PolicyBatch, check_choice
 from rlvr.objectives.policy_term import DrGRPOTermParams, policy_term
 from rlvr.objectives.registry import register
+from rlvr.schema import AT_LEAST_0, AT_LEAST_1, FRACTION, Range
 
 
 @dataclass
@@ -33,6 +35,9 @@ class SirenParams(DrGRPOTermParams):
     entropy_top_p: float = 0.8  # the nucleus H is measured over
     entropy_top_k: int = 10000  # at most this many tokens in it
     peak_quantile: float = 0.8  # M keeps each response's tokens above this quantile of H
+    ranges: ClassVar[dict[str, Range]] = {**DrGRPOTermParams.ranges, "entropy_coef": AT_LEAST_0,
+                                          "entropy_top_p": FRACTION, "entropy_top_k": AT_LEAST_1,
+                                          "peak_quantile": Range(0, 1, high_open=True)}
     anchored: bool = True  # false: the regularizer is the bonus -agg(H, M) (abla_wo_anchor)
     entropy_measure: str = "topp"  # topp: H over the nucleus | full: the full-vocabulary entropy (abla_wo_topp)
     token_mask: str = "peak"  # peak: M from H | all: every token (abla_wo_token) | peak_of_full: M from the
@@ -50,9 +55,6 @@ class SirenParams(DrGRPOTermParams):
         super().check(where, problems)
         check_choice(where, "entropy_measure", self.entropy_measure, ("topp", "full"), problems)
         check_choice(where, "token_mask", self.token_mask, ("peak", "all", "peak_of_full"), problems)
-        if not (0 < self.entropy_top_p <= 1 and self.entropy_top_k >= 1 and 0 <= self.peak_quantile < 1):
-            problems.append(f"'{where}': entropy_top_p in (0, 1], entropy_top_k >= 1 and peak_quantile in [0, 1), "
-                            f"got {self.entropy_top_p}, {self.entropy_top_k}, {self.peak_quantile}")
 
 
 def measured(hp: SirenParams) -> str:

@@ -24,6 +24,7 @@ without beta.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -38,6 +39,7 @@ from rlvr.objectives.base import (
     seq_mean,
 )
 from rlvr.objectives.registry import register
+from rlvr.schema import AT_LEAST_0, POSITIVE, Range
 
 
 @dataclass
@@ -45,16 +47,11 @@ class TrpaParams(ObjectiveParams):
     beta: float = 0.1  # the preference loss's inverse temperature (main_TRPA.sh line 12)
     anisotropy: float = 2.5  # extra weight of pairs won by a correct response (line 13)
     trust_region_coef: float = 1e-3  # weight of the k3 KL to pi_old (tr_kl_loss_coef, line 21)
+    ranges: ClassVar[dict[str, Range]] = {"beta": POSITIVE, "anisotropy": POSITIVE, "trust_region_coef": AT_LEAST_0}
 
     def needs(self) -> Needs:
         # pairs are within a group, scores against the reference; pairs are averaged per loss call
         return Needs(whole_groups=True, reference_model=True, per_call=True)
-
-    def check(self, where: str, problems: list[str]) -> None:
-        super().check(where, problems)
-        if self.beta <= 0 or self.anisotropy <= 0 or self.trust_region_coef < 0:
-            problems.append(f"'{where}': beta and anisotropy must be > 0 and trust_region_coef >= 0, "
-                            f"got {self.beta}, {self.anisotropy}, {self.trust_region_coef}")
 
 
 def log_ratio_scores(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

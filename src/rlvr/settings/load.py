@@ -15,10 +15,11 @@ from pathlib import Path
 import yaml
 
 from rlvr.cli import exit_on_config_error
-from rlvr.schema import ConfigError, build, unknown_name
+from rlvr.schema import ConfigError, build, check_ranges, unknown_name
 from rlvr.settings import hardware
 from rlvr.settings.datasets import BENCHMARKS, CHAT_TURN_SETS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
 from rlvr.settings.prompt import DATASET_SYSTEM
+from rlvr.settings.ranges import TRAIN
 from rlvr.settings.sections import LOADED_SECTIONS, MethodEntry, Params, ReportParams, check_params
 from rlvr.settings.train import TRAIN_KEYS, TrainParams, check_train
 
@@ -27,13 +28,36 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     return parse_params(read_yaml(path), str(path))
 
 
+class DuplicateKey(yaml.YAMLError):
+    pass
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader that refuses a key written twice in one mapping:
+    yaml.safe_load keeps the last one silently, while DVC refuses the file,
+    so a duplicated method would train under one reader and not the other."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise DuplicateKey(f"'{key}' is written twice in one mapping (lines {seen[key]} and {line}): keep one")
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml(path: str | Path) -> dict:
-    """A params file's mapping; a missing or malformed file is a ConfigError."""
+    """A params file's mapping; a missing or malformed file, or a key written
+    twice, is a ConfigError."""
     path = Path(path)
     if not path.exists():
         raise ConfigError([f"file not found: {path} (run from the repository root)"], str(path))
     try:
-        return yaml.safe_load(path.read_text()) or {}
+        return yaml.load(path.read_text(), Loader=UniqueKeyLoader) or {}
+    except DuplicateKey as e:
+        raise ConfigError([str(e)], str(path)) from e
     except yaml.YAMLError as e:
         raise ConfigError([f"not valid YAML: {e}"], str(path)) from e
 
@@ -52,10 +76,15 @@ def resolve_auto(raw: dict) -> dict:
 
 
 def parse_params(raw: dict, source: str = "params") -> Params:
+    return checked(core_params, raw, source)
+
+
+def checked(build, raw: dict, source: str) -> Params:
+    """`build(raw, problems)`'s Params, or one ConfigError listing every problem
+    once (the shared train: settings are checked once per method)."""
     problems: list[str] = []
-    params = core_params(raw, problems)
+    params = build(raw, problems)
     if problems:
-        # shared train: settings are checked once per method: report each problem once
         raise ConfigError(list(dict.fromkeys(problems)), source)
     return params
 
@@ -94,6 +123,8 @@ def method_entries(params: Params, shared: dict, methods: dict, problems: list[s
         overrides = {k: v for k, v in entry.items() if k in TRAIN_KEYS}
         build(TrainParams, overrides, f"methods.{name}.", problems)  # a bad override, named where it is written
         train = build(TrainParams, {**shared, **overrides}, "train.", []) or TrainParams()  # reported: above, shared
+        check_ranges(train, TRAIN, problems, where=lambda k, n=name, o=overrides: f"methods.{n}.{k}" if k in o
+                     else f"train.{k}")
         check_train(f"methods.{name}", train, params, problems)
         settings = {k: v for k, v in entry.items() if k not in TRAIN_KEYS}
         out[name] = MethodEntry(train, str(settings.get("objective", MethodEntry.objective)), settings, tuple(overrides))

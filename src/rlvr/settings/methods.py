@@ -19,7 +19,7 @@ from rlvr.objectives.base import ObjectiveParams
 from rlvr.objectives.registry import objectives
 from rlvr.schema import ConfigError, build, unknown_name
 from rlvr.settings.call_plan import CallPlan
-from rlvr.settings.load import core_params, read_yaml
+from rlvr.settings.load import checked, core_params, read_yaml
 from rlvr.settings.sections import Params
 from rlvr.settings.train import TrainParams, check_rank_shares, check_token_budget
 
@@ -81,11 +81,7 @@ def load_recipe(path: str | Path = "params.yaml") -> Params:
 
 
 def parse_recipe(raw: dict, source: str = "params") -> Params:
-    problems: list[str] = []
-    params = recipe_params(raw, problems)
-    if problems:
-        raise ConfigError(list(dict.fromkeys(problems)), source)
-    return params
+    return checked(recipe_params, raw, source)
 
 
 def recipe_params(raw: dict, problems: list[str]) -> Params | None:
@@ -100,8 +96,8 @@ def check_with_objective(where: str, t: TrainParams, hp: ObjectiveParams, params
                          problems: list[str]) -> None:
     """The training settings' rules that depend on the objective (the others: rlvr.settings.train.check_train)."""
     plan = CallPlan(t, params.launcher.world, hp.needs().whole_groups)
-    if not plan.needs_groups or not (plan.rows or plan.by_tokens):
-        return
+    if plan.world < 1 or not plan.needs_groups or not (plan.rows or plan.by_tokens):
+        return  # (a world of no rank: reported with launcher's keys)
     if plan.rows or (t.mini_batch_questions >= 1 and t.mini_batch_questions % plan.world):
         check_rank_shares(where, t, plan.world, problems, needs_groups=hp.objective)
     if plan.by_tokens:

@@ -17,6 +17,7 @@ import typing
 
 from rlvr.objectives.registry import objectives
 from rlvr.settings.sections import LOADED_SECTIONS, Params, ReportParams
+from rlvr.settings.ranges import CORE, TRAIN
 from rlvr.settings.train import TrainParams
 
 _FIELD = re.compile(r"^\s+(\w+): [^=#]+?(?: = .+?)?(?:\s+#\s*(.*))?$")
@@ -78,9 +79,11 @@ def own_doc(cls) -> str:
     return "" if doc.startswith(f"{cls.__name__}(") else " ".join(inspect.cleandoc(doc).split())
 
 
-def section(prefix: str, cls, skip: tuple[str, ...] = ()) -> list[str]:
-    """A table of `cls`'s fields, then one of each nested dataclass field."""
+def section(prefix: str, cls, skip: tuple[str, ...] = (), ranges=None) -> list[str]:
+    """A table of `cls`'s fields with each numeric one's range (`ranges(name)`:
+    its Range or None), then one of each nested dataclass field."""
     hints, notes = typing.get_type_hints(cls), field_comments(cls)
+    ranges = ranges or (lambda name: CORE.get(name))
     rows, nested = [], []
     for f in dataclasses.fields(cls):
         if f.name in skip:
@@ -88,15 +91,15 @@ def section(prefix: str, cls, skip: tuple[str, ...] = ()) -> list[str]:
         if dataclasses.is_dataclass(hints[f.name]):
             nested.append((f"{prefix}.{f.name}", hints[f.name]))
             continue
-        value = default_of(f)
+        value, allowed = default_of(f), ranges(f"{prefix}.{f.name}")
         shown = "null" if value is None else f"`{value!r}`"
         rows.append("| " + " | ".join(cell(c) for c in (f"`{f.name}`", type_name(hints[f.name]), shown,
-                                                           notes.get(f.name, ""))) + " |")
+                                                           str(allowed or ""), notes.get(f.name, ""))) + " |")
     doc = own_doc(cls)
-    out = [f"### `{prefix}`", "", *([doc, ""] if doc else []), "| key | type | default | what it does |",
-           "|---|---|---|---|", *rows, ""]
+    out = [f"### `{prefix}`", "", *([doc, ""] if doc else []), "| key | type | default | range | what it does |",
+           "|---|---|---|---|---|", *rows, ""]
     for name, sub in nested:
-        out += section(name, sub)
+        out += section(name, sub, ranges=ranges)
     return out
 
 
@@ -105,14 +108,14 @@ def reference() -> str:
            "them (`rlvr settings` writes this page). Unknown keys, wrong types and values "
            "out of range are errors before anything runs, all reported at once.", "", "## The sections", ""]
     hints = typing.get_type_hints(Params)
-    out += ["| key | type | default | what it does |", "|---|---|---|---|"]
+    out += ["| key | type | default | range | what it does |", "|---|---|---|---|---|"]
     seeds = next(f for f in dataclasses.fields(Params) if f.name == "seeds")
-    out += [f"| `seeds` | {cell(type_name(hints['seeds']))} | `{default_of(seeds)!r}` | "
+    out += [f"| `seeds` | {cell(type_name(hints['seeds']))} | `{default_of(seeds)!r}` | {CORE['seeds']} | "
             f"{cell(field_comments(Params)['seeds'])} |", ""]
     for f in dataclasses.fields(Params):
         if dataclasses.is_dataclass(hints.get(f.name)) and f.name not in LOADED_SECTIONS:
             out += section(f.name, hints[f.name])
-    out += section("train", TrainParams)
+    out += section("train", TrainParams, ranges=lambda name: TRAIN.get(name.removeprefix("train.")))
     out += section("report", ReportParams)
     out += ["### `checkpoints`", "", "Released models evaluated as rows of every table, not trained: "
             "`{name: hub id or local directory}`.", "",
@@ -120,7 +123,8 @@ def reference() -> str:
             "A method entry names its `objective` and sets that objective's keys below; any `train` key may be "
             "set too (it overrides `train` for this method).", ""]
     for name, spec in objectives().items():
-        out += section(f"methods.<name> with objective: {name}", spec.params, skip=("objective",))
+        out += section(f"methods.<name> with objective: {name}", spec.params, skip=("objective",),
+                       ranges=lambda key, r=spec.params.ranges: r.get(key.rsplit(".", 1)[-1]))
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -7,12 +7,12 @@ a method's objective settings belong to the objective (rlvr.settings.methods).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlvr.schema import unknown_name
+from rlvr.schema import check_ranges, unknown_name
 from rlvr.settings.prompt import PromptParams, check_prompt
+from rlvr.settings.ranges import CORE
 from rlvr.settings.train import TrainParams
 
 
@@ -63,7 +63,6 @@ class DataParams:
         return self.train_dir / "validation.jsonl"
 
 
-MAX_SAMPLES = 1024  # eval.k and validation.k: the most samples of a problem (the papers' largest is 256)
 GRADERS = ("math_verify", "deepscaler", "siren_official")  # verifier.grader (rlvr.grading.graders)
 
 
@@ -198,29 +197,16 @@ LOADED_SECTIONS = ("train", "methods", "report", "checkpoints")
 
 
 def check_params(p: Params, problems: list[str]) -> None:
-    """The rules among the core sections' values (the data sets' names: rlvr.settings.load)."""
+    """The core sections' ranges (rlvr.settings.ranges) and the rules among
+    their values (the data sets' names: rlvr.settings.load)."""
+    check_ranges(p, CORE, problems)
     if p.data.source not in ("offline", "online"):
         problems.append(f"'data.source' must be 'offline' or 'online', got '{p.data.source}'")
-    if p.data.arithmetic.n_test_per_level < 1:
-        problems.append("'data.arithmetic.n_test_per_level' must be >= 1")
     eval_sets = ("arithmetic", *p.data.benchmarks)
     for where, names in (("eval.limits", p.eval.limits), ("eval.k_per_set", p.eval.k_per_set)):
         for name in names:
             if name not in eval_sets:
                 problems.append(unknown_name(where, name, eval_sets))
-    if any(not 1 <= k <= MAX_SAMPLES for k in p.eval.k_per_set.values()):
-        problems.append(f"'eval.k_per_set' values must be in [1, {MAX_SAMPLES}], got {p.eval.k_per_set}")
-    if not 1 <= p.eval.k <= MAX_SAMPLES:
-        problems.append(f"'eval.k' must be in [1, {MAX_SAMPLES}] (the samples of a problem are generated, held and "
-                        f"graded together), got {p.eval.k}")
-    if not 0 < p.eval.top_p <= 1:
-        problems.append(f"'eval.top_p' must be in (0, 1], got {p.eval.top_p}")
-    for where, share in (("engine.gpu_memory_utilization", p.engine.gpu_memory_utilization),
-                         ("eval.gpu_memory_utilization", p.eval.gpu_memory_utilization)):
-        if not 0 < share < 1:
-            problems.append(f"'{where}' must be in (0, 1), got {share}")
-    if p.eval.temperature < 0:
-        problems.append(f"'eval.temperature' must be >= 0, got {p.eval.temperature}")
     eval_len, eval_len_key = ((p.eval.max_model_len, "eval.max_model_len") if p.eval.max_model_len
                               else (p.engine.max_model_len, "engine.max_model_len"))
     if p.eval.max_new_tokens is not None and p.eval.max_new_tokens >= eval_len:
@@ -228,21 +214,17 @@ def check_params(p: Params, problems: list[str]) -> None:
             f"'eval.max_new_tokens' ({p.eval.max_new_tokens}) leaves no room for the prompt within "
             f"'{eval_len_key}' ({eval_len}); raise it or lower max_new_tokens"
         )
-    v = p.validation
-    if not 1 <= v.k <= MAX_SAMPLES or not 0 < v.top_p <= 1 or v.temperature < 0 or not 0 < v.max_new_tokens < p.engine.max_model_len:
-        problems.append(f"'validation' needs k in [1, {MAX_SAMPLES}], top_p in (0, 1], temperature >= 0 and max_new_tokens in "
-                        f"(0, engine.max_model_len = {p.engine.max_model_len}), got {dataclasses.asdict(v)}")
-    if p.data.max_prompt_tokens is not None and p.data.max_prompt_tokens < 1:
-        problems.append(f"'data.max_prompt_tokens' must be >= 1 or null, got {p.data.max_prompt_tokens}")
-    if p.data.validation_size < 0:
-        problems.append(f"'data.validation_size' must be >= 0, got {p.data.validation_size}")
+    if p.validation.max_new_tokens >= p.engine.max_model_len:
+        problems.append(f"'validation.max_new_tokens' ({p.validation.max_new_tokens}) leaves no room for the prompt "
+                        f"within 'engine.max_model_len' ({p.engine.max_model_len})")
     if p.model.dtype not in ("bfloat16", "float16", "float32"):
         problems.append(f"'model.dtype' must be auto, bfloat16, float16 or float32, got '{p.model.dtype}'")
-    if p.verifier.workers < 1:
-        problems.append("'verifier.workers' must be >= 1")
     if p.verifier.grader not in GRADERS:
         problems.append(unknown_name("verifier.grader", p.verifier.grader, GRADERS))
-    if not p.seeds or len(set(p.seeds)) != len(p.seeds) or any(x < 0 for x in p.seeds):
+    if p.verifier.timeout_s > p.verifier.group_timeout_s:
+        problems.append(f"'verifier.timeout_s' ({p.verifier.timeout_s}) is one answer's limit, inside a group's "
+                        f"'verifier.group_timeout_s' ({p.verifier.group_timeout_s}): it must not exceed it")
+    if not p.seeds or len(set(p.seeds)) != len(p.seeds):
         problems.append(f"'seeds' must be a non-empty list of distinct integers >= 0, got {p.seeds}")
     check_prompt(p.prompt, problems)
     check_launcher(p.launcher, problems)
@@ -252,9 +234,6 @@ def check_launcher(lc: LauncherParams, problems: list[str]) -> None:
     """What can be checked without the machine (GPU counts, hosts: see rlvr.training.launch)."""
     if lc.kind not in ("python", "deepspeed"):
         problems.append(unknown_name("launcher.kind", lc.kind, ("python", "deepspeed")))
-    if lc.procs_per_node < 1 or lc.nodes < 1:
-        problems.append(f"'launcher.procs_per_node' and 'launcher.nodes' must be >= 1, "
-                        f"got {lc.procs_per_node} and {lc.nodes}")
     if lc.kind == "python" and lc.world > 1:
         problems.append(f"'launcher.kind: python' starts one process, but procs_per_node x nodes = {lc.world}; "
                         "set launcher.kind: deepspeed to start several ranks")
@@ -263,5 +242,3 @@ def check_launcher(lc: LauncherParams, problems: list[str]) -> None:
                         "(one 'host slots=N' line per node)")
     if lc.hostfile and not Path(lc.hostfile).exists():
         problems.append(f"'launcher.hostfile' {lc.hostfile} does not exist")
-    if lc.timeout_s <= 0:
-        problems.append(f"'launcher.timeout_s' must be > 0, got {lc.timeout_s}")

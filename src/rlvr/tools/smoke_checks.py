@@ -77,7 +77,7 @@ def train_and_resume(params, method, base: str, engine, work: Path, report: Repo
     second = Trainer(params, method, base, run_dir, final, rollout_engine=engine)
     rows = second.train()
     counts.append(second.verifier.counts)
-    history = second.history() if second.ranks.main else []
+    history = second.outputs.history() if second.ranks.main else []
     report.check("resume", [r["step"] for r in rows] == [2] and [int(r["step"]) for r in history] in ([1, 2], []),
                  f"a second trainer ran steps {[r['step'] for r in rows]} from the checkpoint at step 1; "
                  f"the step log holds steps {[int(r['step']) for r in history]}")

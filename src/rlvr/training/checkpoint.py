@@ -10,8 +10,10 @@ filesystem every node sees (as DeepSpeed's own checkpoints assume).
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,7 @@ from rlvr import distributed
 from rlvr.atomic import commit_dir, recover_dir, remove_dir, staging_dir, write_json
 from rlvr.digests import file_md5
 from rlvr.schema import settings_hash
+from rlvr.stopping import EXIT_FAILED
 
 
 class StaleCheckpoint(RuntimeError):
@@ -62,13 +65,41 @@ def save(ds_engine, ckpt_dir: str | Path, state: dict, ranks: distributed.Ranks 
     if ranks.main:
         staging_dir(ckpt_dir)
     distributed.barrier()
-    ds_engine.save_checkpoint(str(tmp), tag=TAG)
-    torch.save(rng_state(), tmp / _rng_file(ranks.rank))
+    try:
+        ds_engine.save_checkpoint(str(tmp), tag=TAG)
+        torch.save(rng_state(), tmp / _rng_file(ranks.rank))
+        if ranks.main:
+            write_json(tmp / STATE, state)
+    except (OSError, RuntimeError) as e:  # torch reports a full disk as "file write failed", no errno
+        if ranks.main:
+            remove_dir(tmp)  # the half-written copy: its space back
+        raise CheckpointWriteFailed(write_failure(ckpt_dir, e)) from e
     distributed.barrier()
     if ranks.main:
-        write_json(tmp / STATE, state)
         commit_dir(tmp, ckpt_dir)
     distributed.barrier()
+
+
+class CheckpointWriteFailed(RuntimeError):
+    """A checkpoint could not be written; the previous one is intact."""
+
+    exit_status = EXIT_FAILED
+
+
+def write_failure(ckpt_dir: Path, error: BaseException) -> str:
+    """What failed, the disk's free space (a full disk named as such) and what was kept."""
+    free = shutil.disk_usage(ckpt_dir.parent).free
+    full = getattr(error, "errno", None) == errno.ENOSPC or free < LOW_DISK or "write failed" in str(error)
+    cause = f"no space left on the disk of {ckpt_dir.parent}" if full else f"{type(error).__name__}: {error}"
+    state = ckpt_dir / STATE
+    kept = (f"the previous checkpoint (step {json.loads(state.read_text())['step']}) is intact" if state.exists()
+            else "no earlier checkpoint exists")
+    remedy = "free space" if full else "fix that"
+    return (f"writing the checkpoint {ckpt_dir} failed: {cause} ({free / 2**30:.2f} GiB free); {kept}; "
+            f"{remedy} and rerun to resume")
+
+
+LOW_DISK = 64 << 20  # less free than this after a failed write: the disk was full
 
 
 def read_state(ckpt_dir: str | Path) -> dict | None:
@@ -111,3 +142,57 @@ def run_identity(params, method, prompt, model_path: str, train_file: Path, worl
         parts.update({"validation data": file_md5(path),
                       "validation settings": dataclasses.asdict(params.validation)})
     return {name: settings_hash(value) for name, value in parts.items()}
+
+
+def usable_state(ckpt_dir: Path, identity: dict[str, str], fresh_on_change: bool, say,
+                 also: tuple[Path, ...] = ()) -> dict | None:
+    """The checkpoint's state if it can be resumed. One made from other inputs
+    (`identity`: run_identity's) is refused, naming the inputs that changed,
+    or (`fresh_on_change`) set aside with the run's files `also` (snapshots,
+    step log) until the new run's first checkpoint: a run that fails before
+    it gets them back (restore_aside)."""
+    state = read_state(ckpt_dir)
+    if state is None or state.get("params_hash") == settings_hash(identity):
+        return state
+    saved = state.get("identity") or {}
+    changed = [name for name, h in identity.items() if saved.get(name) != h]
+    what = (f"{ckpt_dir} (step {state.get('step')}) was made with other "
+            f"{', '.join(changed) or 'inputs (an earlier version of this trainer)'}")
+    if not fresh_on_change:
+        raise StaleCheckpoint(f"{what}: rerun with --fresh to start over (deleting it and the step log), or "
+                              "restore those inputs to resume it")
+    say(f"{what}: starting fresh; it waits in {aside(ckpt_dir)} until the new run's first checkpoint")
+    if distributed.ranks_from_env().main:
+        for path in (ckpt_dir, *also):
+            _remove(aside(path))  # an older one set aside
+            if path.exists():
+                path.rename(aside(path))
+    distributed.barrier()
+    return None
+
+
+def aside(path: Path) -> Path:
+    return path.with_name(path.name + ".stale")
+
+
+def drop_aside(*paths: Path) -> None:
+    """The new run has its own checkpoint: what was set aside goes (rank 0)."""
+    for path in paths:
+        _remove(aside(path))
+
+
+def restore_aside(*paths: Path) -> bool:
+    """The new run failed before its first checkpoint: what was set aside comes
+    back, replacing what the new run began (rank 0). True if anything did."""
+    back = [p for p in paths if aside(p).exists()]
+    for path in back:
+        _remove(path)
+        aside(path).rename(path)
+    return bool(back)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        remove_dir(path)
+    else:
+        path.unlink(missing_ok=True)

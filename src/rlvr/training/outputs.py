@@ -59,8 +59,16 @@ class RunOutputs:
             self.step_log.truncate(last_step)
 
     def save_checkpoint(self, engine, state: dict) -> None:
-        """The engine's weights and optimizer with the trainer's `state`. Collective."""
+        """The engine's weights and optimizer with the trainer's `state`; a stale
+        checkpoint set aside (checkpoint.usable_state) goes once it exists. Collective."""
         checkpoint.save(engine, self.ckpt_dir, state, self.ranks)
+        if self.ranks.main:
+            checkpoint.drop_aside(*self.set_aside)
+
+    @property
+    def set_aside(self) -> tuple[Path, ...]:
+        """What a fresh start sets aside until its first checkpoint: the checkpoint, snapshots, step log."""
+        return self.ckpt_dir, self.snapshots.root, self.step_log.path
 
     def last_step(self) -> int:
         """The last recorded step, which rank 0 alone knows, on every rank."""

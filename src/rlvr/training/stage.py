@@ -12,11 +12,12 @@ from rlvr.atomic import write_json
 from rlvr.runs import Run, run_color
 from rlvr.settings.methods import MethodConfig
 from rlvr.settings.sections import Params
-from rlvr.stopping import EXIT_CONFIG, EXIT_STOPPED, TrainingAborted, TrainingStopped
+from rlvr.stopping import EXIT_CONFIG, EXIT_STOPPED, TrainingAborted, TrainingFailed, TrainingStopped
 from rlvr.tracking.names import ROW_TAG
 from rlvr.tracking.provenance import dataset_input
 from rlvr.tracking.tracker import NullTracker, Tracker
-from rlvr.training.checkpoint import StaleCheckpoint
+from rlvr.training.checkpoint import CheckpointWriteFailed, StaleCheckpoint
+from rlvr.training.run_lock import RunLocked
 from rlvr.training.trainer import Trainer
 
 
@@ -39,15 +40,15 @@ def run_training(params: Params, method: MethodConfig, run: Run, init_model: str
             trainer.train()
             tracker.log_artifact(trainer.steps_file)
             tracker.log_model(run.model_dir, name=run.name.replace("/", "-"))
-    except StaleCheckpoint as e:
+    except (StaleCheckpoint, RunLocked) as e:
         stop_stage(e, EXIT_CONFIG)
-    except (TrainingStopped, TrainingAborted) as e:
+    except (TrainingStopped, TrainingAborted, TrainingFailed, CheckpointWriteFailed) as e:
         stop_stage(e, getattr(e, "exit_status", EXIT_STOPPED))
     finally:
         distributed.barrier()
     if not ranks.main:
         return {}
-    rows = trainer.history()  # all steps, also those of an earlier, resumed invocation
+    rows = trainer.outputs.history()  # all steps, also those of an earlier, resumed invocation
     write_summary(run.train_dir / "summary.json", rows, method.train.steps)
     last = rows[-1]
     return {k: round(last[k], 3) for k in ("reward_mean", "entropy", "kl", "time_total") if k in last}

@@ -22,7 +22,6 @@ Rank 0 alone writes steps.csv, MLflow, snapshots and the final model
 from __future__ import annotations
 
 import random
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -32,25 +31,28 @@ from tqdm.auto import tqdm
 
 from rlvr import distributed
 from rlvr.data.records import read_records
-from rlvr.grading.pool import Verifier
+from rlvr.grading.pool import GradingFailed, Verifier
 from rlvr.objectives import registry
 from rlvr.rollout.groups import Collected, Group, QuestionSampler, RolloutCollector, training_groups
 from rlvr.run_files import Snapshots, StepLog
 from rlvr.schema import settings_hash
 from rlvr.settings.methods import MethodConfig
 from rlvr.settings.sections import Params
-from rlvr.stopping import StopRequest, TrainingStopped
+from rlvr.stopping import StopRequest, TrainingFailed, TrainingStopped
 from rlvr.tracking.tracker import NullTracker
 from rlvr.training import checkpoint
 from rlvr.training.engine import full_weights, policy_engines, warmup_lr
 from rlvr.training.gpu_memory import PhaseMemory
 from rlvr.training.outputs import RunOutputs
+from rlvr.training.run_lock import RunLock, hold
 from rlvr.training.step_metrics import PHASES, PhaseTimer, StepMetrics
 from rlvr.training.update import PolicyUpdate
 
 
 class StepAbandoned(Exception):
-    """A stop was asked for before this step's update: its rollout is dropped."""
+    """A stop was asked for, or the grading failed (args: its cause on the rank
+    where it failed, None on the others), before this step's update: the step's
+    rollout is dropped."""
 
 
 class Trainer:
@@ -70,7 +72,8 @@ class Trainer:
         self.ranks = distributed.ranks_from_env()
         self.anchor: float | None = None  # the objective's constant from its first step (Needs.anchor)
         self.bad_in_a_row = 0
-        self.stop = StopRequest(self._say)
+        self.lock = RunLock(self.run_dir, self._say, params.launcher.timeout_s)  # one trainer per run
+        self.stop = StopRequest(self._say, on_request=self.lock.stopping)
         self.stop_after: int | None = None  # request_stop(after_step)
         self.saved_step = 0  # the step the checkpoint on disk holds
         self.last_groups: list[Group] = []
@@ -101,7 +104,9 @@ class Trainer:
         self.snapshots = Snapshots(self.run_dir / "snapshots", self.hash)
         self.outputs = RunOutputs(self.ranks, self.step_log, self.tracker, self.ckpt_dir, self.final_dir, self.snapshots,
                                   self.settings.zero_stage, self.params.tracking.log_completions)
-        state = self._usable_state()  # before any engine is built: a refused checkpoint costs nothing
+        hold(self.lock, self.ranks)
+        state = checkpoint.usable_state(self.ckpt_dir, self.identity, self.fresh_on_change, self._say,
+                                        self.outputs.set_aside[1:])  # before any engine: a refused one costs nothing
         self.tracker.start(resume=(state or {}).get("tracking_run_id"))  # a resumed training keeps its run
         self.tokenizer = self.outputs.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
@@ -120,25 +125,6 @@ class Trainer:
         self.collector = RolloutCollector(self.rollout_engine, self.verifier, self.tokenizer, self.prompt,
                                           self.settings, self.sampler, self.ranks)
         return self._resume(state)
-
-    def _usable_state(self) -> dict | None:
-        """The checkpoint's state if it can be resumed; one made from other
-        inputs is deleted (fresh_on_change) or refused, naming the inputs."""
-        state = checkpoint.read_state(self.ckpt_dir)
-        if state is None or state.get("params_hash") == self.hash:
-            return state
-        saved = state.get("identity") or {}
-        changed = [name for name, h in self.identity.items() if saved.get(name) != h]
-        what = (f"{self.ckpt_dir} (step {state.get('step')}) was made with other "
-                f"{', '.join(changed) or 'inputs (an earlier version of this trainer)'}")
-        if not self.fresh_on_change:
-            raise checkpoint.StaleCheckpoint(f"{what}: rerun with --fresh to start over (deleting it and the step log), or "
-                                  "restore those inputs to resume it")
-        self._say(f"{what}: starting fresh")
-        checkpoint.discard(self.ckpt_dir)
-        if self.ranks.main:
-            shutil.rmtree(self.snapshots.root, ignore_errors=True)
-        return None
 
     def _resume(self, state: dict | None) -> int:
         if state is None:
@@ -164,9 +150,6 @@ class Trainer:
             "best": self.best, "tracking_run_id": self.tracker.run_id})
         self.saved_step = step
 
-    def history(self) -> list[dict[str, float]]:
-        return self.outputs.history()
-
     def _say(self, text: str) -> None:
         if self.ranks.main:
             print(f"[train@{self.method.name}] {text}", flush=True)
@@ -174,6 +157,17 @@ class Trainer:
     # ---- the loop -------------------------------------------------------------
 
     def train(self) -> list[dict]:
+        """Every step; failing before its first checkpoint, a fresh start gives back what it set aside."""
+        try:
+            return self._train()
+        except BaseException:
+            if self.lock.held and self.ranks.main and checkpoint.restore_aside(*self.outputs.set_aside):
+                self._say(f"the checkpoint set aside is back in {self.ckpt_dir}")
+            raise
+        finally:
+            self.lock.release()
+
+    def _train(self) -> list[dict]:
         start = self.setup()
         steps, every = self.settings.steps, self.settings.eval_every
         rows = []
@@ -211,14 +205,17 @@ class Trainer:
         generators, position = checkpoint.rng_state(), self.sampler.position
         try:
             return self.step(step)
-        except StepAbandoned:
+        except StepAbandoned as abandoned:
             checkpoint.set_rng_state(generators)
             self.sampler.position = position
             if step > self.saved_step:
                 self._save(step)
             held = f"the checkpoint holds step {self.saved_step}" if self.saved_step else "no step was complete"
-            raise TrainingStopped(f"stopped by {self._stop_cause()} during the rollout of step {step + 1}: the step "
-                                  f"was dropped before its update; {held}; rerun to resume") from None
+            dropped = f"during the rollout of step {step + 1}: the step was dropped before its update; {held}"
+            if abandoned.args:  # the grading failed (on this rank: its cause; else on another)
+                raise TrainingFailed(f"grading failed {dropped}; {abandoned.args[0] or 'see the rank that failed'}; "
+                                     "rerun to resume once the grader works (verifier:)") from None
+            raise TrainingStopped(f"stopped by {self._stop_cause()} {dropped}; rerun to resume") from None
 
     def _stop_cause(self) -> str:
         if self.stop.requested:
@@ -237,7 +234,13 @@ class Trainer:
         the rollout: tests and benchmarks drive the update with them."""
         timer, metrics, memory = PhaseTimer(), StepMetrics(), PhaseMemory(self.device)
         t0 = time.perf_counter()
-        collected = self.collector.collect(timer) if groups is None else Collected(groups, 0, 0)
+        failed = None
+        try:
+            collected = self.collector.collect(timer) if groups is None else Collected(groups, 0, 0)
+        except GradingFailed as e:
+            failed = str(e)
+        if distributed.any_rank(failed is not None):  # every rank drops the step together
+            raise StepAbandoned(failed)
         if groups is None and distributed.any_rank(self.stop.requested):
             raise StepAbandoned  # nothing changed yet but the generators and the data position
         memory.rollout_done()

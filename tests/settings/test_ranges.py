@@ -1,0 +1,97 @@
+"""Every numeric setting has a range, and every range refuses a planted value,
+named where it was written: the core sections, `train:` and a method's
+override of it, and each registered objective's own settings."""
+
+import copy
+
+import pytest
+import yaml
+from helpers import REPO
+
+from rlvr.objectives.registry import objectives
+from rlvr.schema import ConfigError, Range, numeric_settings
+from rlvr.settings.load import load_params
+from rlvr.settings.methods import parse_recipe
+from rlvr.settings.ranges import CORE, TRAIN
+from rlvr.settings.sections import LOADED_SECTIONS, Params
+from rlvr.settings.train import TrainParams
+
+RAW = yaml.safe_load((REPO / "params.yaml").read_text())
+CORE_SETTINGS = {k: t for k, t in numeric_settings(Params).items() if k.split(".")[0] not in LOADED_SECTIONS}
+OBJECTIVE_SETTINGS = [(name, key, tp) for name, spec in sorted(objectives().items())
+                      for key, tp in numeric_settings(spec.params).items()]
+
+
+def problems_of(raw: dict) -> str:
+    with pytest.raises(ConfigError) as e:
+        parse_recipe(raw)
+    return str(e.value)
+
+
+def planted(key: str, tp: type, allowed: Range):
+    """A value `allowed` refuses, in the shape the key takes (a list, a mapping of sets)."""
+    value = allowed.outside(integer=tp is int)
+    if key in ("seeds", "data.arithmetic.levels"):
+        return [value]
+    return {"arithmetic": value} if key in ("eval.limits", "eval.k_per_set") else value
+
+
+def test_every_numeric_setting_has_a_range():
+    assert set(CORE) == set(CORE_SETTINGS)
+    assert set(TRAIN) == set(numeric_settings(TrainParams))
+    for name, spec in objectives().items():
+        assert set(spec.params.ranges) == set(numeric_settings(spec.params)), name
+
+
+@pytest.mark.parametrize("key", sorted(CORE))
+def test_a_core_setting_out_of_range_is_refused(key):
+    raw = copy.deepcopy(RAW)
+    *path, last = key.split(".")
+    section = raw
+    for part in path:
+        section = section.setdefault(part, {})
+    section[last] = planted(key, CORE_SETTINGS[key], CORE[key])
+    assert f"'{key}' must be {CORE[key]}" in problems_of(raw)
+
+
+@pytest.mark.parametrize("key", sorted(TRAIN))
+def test_a_training_setting_out_of_range_is_refused_where_it_is_written(key):
+    bad = planted(key, numeric_settings(TrainParams)[key], TRAIN[key])
+    shared = copy.deepcopy(RAW)
+    shared["train"][key] = bad
+    assert f"'train.{key}' must be {TRAIN[key]}" in problems_of(shared)
+    override = copy.deepcopy(RAW)
+    override["methods"]["grpo"][key] = bad
+    text = problems_of(override)
+    assert f"'methods.grpo.{key}' must be {TRAIN[key]}" in text and f"'train.{key}' must be" not in text
+
+
+@pytest.mark.parametrize("name, key, tp", OBJECTIVE_SETTINGS, ids=[f"{n}.{k}" for n, k, _ in OBJECTIVE_SETTINGS])
+def test_an_objective_setting_out_of_range_is_refused(name, key, tp):
+    spec = objectives()[name]
+    allowed = spec.params.ranges[key]
+    raw = copy.deepcopy(RAW)
+    raw["methods"] = {"m": {"objective": name, **spec.examples[0], key: planted(key, tp, allowed)}}
+    assert f"'methods.m.{key}' must be {allowed}" in problems_of(raw)
+
+
+def test_the_values_a_user_met_are_refused_at_once():
+    raw = copy.deepcopy(RAW)
+    raw["eval"].update(max_new_tokens=0, limits={"math500": -5})
+    raw["verifier"]["group_timeout_s"] = -5
+    raw["train"]["temperature"] = -1
+    raw["methods"]["disco_logl"].update(beta=-1.0, delta=-1e-4)
+    raw["methods"]["grpo"]["lr"] = "abc"
+    text = problems_of(raw)
+    for said in ("'eval.max_new_tokens' must be >= 1", "'eval.limits' must be >= 1", "'train.temperature' must be > 0",
+                 "'verifier.group_timeout_s' must be > 0", "'methods.disco_logl.beta' must be >= 0",
+                 "'methods.disco_logl.delta' must be >= 0", "'methods.grpo.lr' must be float, got str 'abc'"):
+        assert said in text, said
+
+
+def test_a_method_written_twice_is_refused(tmp_path):
+    text = (REPO / "params.yaml").read_text()
+    twice = tmp_path / "params.yaml"
+    twice.write_text(text.replace("\nmethods:\n", "\nmethods:\n  grpo:\n    objective: dapo\n", 1))
+    with pytest.raises(ConfigError, match=r"'grpo' is written twice in one mapping \(lines \d+ and \d+\)"):
+        load_params(twice)
