@@ -45,10 +45,9 @@ def copy_repo(dst: Path) -> Path:
 
 
 
-# The recipes whose whole path the dry runs take on the CPU (tests/e2e/test_dry_runs.py);
-# every other recipe runs the objectives, prompt and grader of one of these.
-# One per paper and architecture family: DisCO's on Llama, SIREN's on Qwen2 (DisCO on Qwen2 is the smoke's).
-# DisCO's Llama recipe whole; SIREN's Qwen recipe is the smoke's (tests/e2e/test_smoke_run.py)
+# The recipes whose whole path the dry runs take on the CPU (tests/e2e/test_dry_runs.py): DisCO's on Llama.
+# SIREN's Qwen2 recipe is the smoke's (tests/e2e/test_smoke_run.py); every other recipe runs the
+# objectives, prompt and grader of one of these two (tests/settings/test_recipes.py).
 DRY_RUNS = [REPO / "params" / "disco_8b.yaml"]
 
 

@@ -25,11 +25,10 @@ from rlvr.training.trainer import Trainer
 
 def registry_methods() -> dict[str, dict]:
     """Every registered objective with the first example its module declares
-    (the contract's), and DisCO's basic form and official gathered grain."""
+    (the contract's), and DisCO at its official gathered grain."""
     from rlvr.objectives.registry import objectives
 
     methods = {name: {"objective": name, **spec.examples[0]} for name, spec in objectives().items()}
-    methods["discob_lratio"] = {"objective": "disco", "score": "lratio", "form": "basic", "delta": 1e-6}
     # the official grain: 2 sequences per call on each of 2 ranks, a group's scores gathered (1 rank: 4)
     methods["disco_gathered"] = {**methods["disco"]}
     return methods

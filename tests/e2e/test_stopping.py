@@ -37,8 +37,8 @@ def _repo(tmp_path: Path, ranks: int) -> Path:
     raw = tiny_params(root, {"grpo": {"objective": "grpo"}})
     raw["data"]["out_dir"] = "data/prepared"
     raw["train"].update({"steps": STEPS, "checkpoint_every": 100})  # the only checkpoint is the stop's
-    if ranks > 1:  # validation every step: the evaluation's gather over two ranks runs too
-        raw["train"]["eval_every"] = 1
+    if ranks > 1:  # validation at the stop's step and the last: the evaluation's gather over two ranks runs too
+        raw["train"]["eval_every"] = 2
         raw["data"]["validation_size"] = 4
     raw["launcher"].update({"kind": "deepspeed" if ranks > 1 else "python", "procs_per_node": ranks,
                             "master_port": 29630 + ranks, "timeout_s": 120})
@@ -60,7 +60,7 @@ def _train(root: Path, model: Path, **kw) -> subprocess.CompletedProcess:
 def _outcome(root: Path) -> tuple[str, list[dict]]:
     """The final model's digest and the step log's curves."""
     with open(root / "reports/train/grpo/seed0/steps.csv") as f:
-        rows = [{k: float(r[k]) for k in ("step", *CURVE) if k in r} for r in csv.DictReader(f)]
+        rows = [{k: float(r[k]) for k in ("step", *CURVE) if r.get(k) not in (None, "")} for r in csv.DictReader(f)]
     return tree_md5(root / "models/grpo/seed0"), rows
 
 

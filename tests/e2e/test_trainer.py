@@ -174,7 +174,7 @@ def test_method_config_errors(setup):
     with pytest.raises(ConfigError) as e:
         parse_recipe(bad)
     msg = str(e.value)
-    for needle in ("responses_per_question must be >= 2", "must divide 'train.questions_per_step'",
+    for needle in ("'train.responses_per_question' must be >= 2", "must divide 'train.questions_per_step'",
                    "must be below 'engine.max_model_len'", "did you mean 'methods.grpo.objective'",
                    "did you mean 'dro'"):
         assert needle in msg, needle
@@ -337,6 +337,7 @@ def test_a_resumed_run_keeps_the_best_its_checkpoint_names(setup, tiny_model, tm
     assert resumed.setup() == 2 and resumed.best == {"step": 2, "score": 0.7}
     assert sorted(p.name for p in (run_dir / "snapshots").iterdir()) == ["step_000002"]
     resumed.verifier.close()
+    resumed.lock.release()  # set up, never trained: its run is free again
     Trainer(params, method, str(tiny_model), run_dir, final, rollout_engine=engine).train()
     listed = json.loads((final / "snapshots.json").read_text())
     assert [(s["step"], s["best"], s["validation"]) for s in listed] == [(4, True, 0.8)]
