@@ -154,14 +154,14 @@ def test_a_stale_checkpoint_is_set_aside_until_the_new_runs_first_and_back_if_it
     snaps.mkdir()
     steps.write_text("step\n1\n")
     said = []
-    state = checkpoint.usable_state(ck, {"training settings": "b"}, True, said.append, (snaps, steps))
+    state = checkpoint.usable_state(ck, {"training settings": "b"}, True, said.append, (ck, snaps, steps))
     assert state is None and said[0].endswith(f"starting fresh; it waits in {tmp_path}/checkpoint.stale until the "
                                               "new run's first checkpoint")
     assert not ck.exists() and not snaps.exists() and not steps.exists()
     steps.write_text("step\n1\n2\n")  # the new run began, then failed before its first checkpoint
     assert checkpoint.restore_aside(ck, snaps, steps)
     assert checkpoint.read_state(ck)["step"] == 10 and snaps.is_dir() and steps.read_text() == "step\n1\n"
-    checkpoint.usable_state(ck, {"training settings": "b"}, True, said.append, (snaps, steps))
+    checkpoint.usable_state(ck, {"training settings": "b"}, True, said.append, (ck, snaps, steps))
     checkpoint.save(FileEngine("new"), ck, {"step": 1})  # its first checkpoint: what was set aside goes
     checkpoint.drop_aside(ck, snaps, steps)
     assert not any(p.name.endswith(".stale") for p in tmp_path.iterdir())

@@ -100,6 +100,7 @@ def core_params(raw: dict, problems: list[str]) -> Params | None:
     check_data_names(params, problems)
     shared = raw.get("train") or {}
     params.train = build(TrainParams, shared, "train.", problems) or TrainParams()
+    shared = shared if isinstance(shared, dict) else {}  # not a mapping: reported by build
     methods = raw.get("methods") or {}
     if not isinstance(methods, dict):
         problems.append(f"'methods': expected a mapping of method names, got {type(methods).__name__}")

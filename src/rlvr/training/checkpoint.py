@@ -120,12 +120,6 @@ def load(ds_engine, ckpt_dir: str | Path, ranks: distributed.Ranks | None = None
     return json.loads((ckpt_dir / STATE).read_text())
 
 
-def discard(ckpt_dir: str | Path) -> None:
-    if distributed.ranks_from_env().main:
-        remove_dir(ckpt_dir)
-    distributed.barrier()
-
-
 def run_identity(params, method, prompt, model_path: str, train_file: Path, world: int) -> dict[str, str]:
     """What a checkpoint is valid for, input by input (a hash each): a
     checkpoint from other inputs cannot be resumed. `method`: the run's
@@ -145,12 +139,12 @@ def run_identity(params, method, prompt, model_path: str, train_file: Path, worl
 
 
 def usable_state(ckpt_dir: Path, identity: dict[str, str], fresh_on_change: bool, say,
-                 also: tuple[Path, ...] = ()) -> dict | None:
+                 set_aside: tuple[Path, ...] = ()) -> dict | None:
     """The checkpoint's state if it can be resumed. One made from other inputs
     (`identity`: run_identity's) is refused, naming the inputs that changed,
-    or (`fresh_on_change`) set aside with the run's files `also` (snapshots,
-    step log) until the new run's first checkpoint: a run that fails before
-    it gets them back (restore_aside)."""
+    or (`fresh_on_change`) set aside with the run's other files (`set_aside`:
+    the checkpoint, snapshots, step log) until the new run's first checkpoint:
+    a run that fails before it gets them back (restore_aside)."""
     state = read_state(ckpt_dir)
     if state is None or state.get("params_hash") == settings_hash(identity):
         return state
@@ -159,11 +153,11 @@ def usable_state(ckpt_dir: Path, identity: dict[str, str], fresh_on_change: bool
     what = (f"{ckpt_dir} (step {state.get('step')}) was made with other "
             f"{', '.join(changed) or 'inputs (an earlier version of this trainer)'}")
     if not fresh_on_change:
-        raise StaleCheckpoint(f"{what}: rerun with --fresh to start over (deleting it and the step log), or "
+        raise StaleCheckpoint(f"{what}: rerun with --fresh to start over (setting it and the step log aside), or "
                               "restore those inputs to resume it")
     say(f"{what}: starting fresh; it waits in {aside(ckpt_dir)} until the new run's first checkpoint")
     if distributed.ranks_from_env().main:
-        for path in (ckpt_dir, *also):
+        for path in dict.fromkeys((ckpt_dir, *set_aside)):
             _remove(aside(path))  # an older one set aside
             if path.exists():
                 path.rename(aside(path))

@@ -59,7 +59,7 @@ class Trainer:
     def __init__(self, params: Params, method: MethodConfig, model_path: str, run_dir: str | Path,
                  final_dir: str | Path, tracker=None, rollout_engine=None, steps_file: str | Path | None = None,
                  fresh_on_change: bool = True):
-        """`fresh_on_change`: a checkpoint made from other inputs is deleted (saying
+        """`fresh_on_change`: a checkpoint made from other inputs is set aside (saying
         which inputs changed) and training starts over; False: StaleCheckpoint."""
         self.params, self.method = params, method
         self.settings, self.objective = method.train, method.objective  # TrainParams, the objective's params
@@ -106,7 +106,7 @@ class Trainer:
                                   self.settings.zero_stage, self.params.tracking.log_completions)
         hold(self.lock, self.ranks)
         state = checkpoint.usable_state(self.ckpt_dir, self.identity, self.fresh_on_change, self._say,
-                                        self.outputs.set_aside[1:])  # before any engine: a refused one costs nothing
+                                        self.outputs.set_aside)  # before any engine: a refused one costs nothing
         self.tracker.start(resume=(state or {}).get("tracking_run_id"))  # a resumed training keeps its run
         self.tokenizer = self.outputs.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
