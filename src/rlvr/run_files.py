@@ -1,11 +1,13 @@
 """What a training run leaves on disk besides its checkpoint: the step log
-(steps.csv) and the best-on-validation snapshot. Rank 0 writes them.
+(steps.csv), the best-on-validation snapshot and, for the paper's checkpoint
+protocol (train.snapshot_every), a snapshot every so many steps. Rank 0
+writes them.
 
 Snapshots live in runs/<run>/snapshots while training (a resumed run keeps
-the one its checkpoint names as best; the trainer deletes the others), and
-the best one is hard-linked into the final model's directory at the end, so
-DVC caches and pushes it with the model at no extra disk: a teammate who
-pulled can re-score it under new evaluation settings.
+the one its checkpoint names as best and the protocol's; the trainer deletes
+the others), and are hard-linked into the final model's directory at the
+end, so DVC caches and pushes them with the model at no extra disk: a
+teammate who pulled can re-score them under new evaluation settings.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from rlvr.atomic import atomic_file, write_json
 
-SNAPSHOTS = "snapshots.json"  # in the final model's directory: the best snapshot and the final model
+SNAPSHOTS = "snapshots.json"  # in the final model's directory: the snapshots kept and the final model
 SNAPSHOT_ID = "snapshot.json"  # in each snapshot: which run and step it is
 
 
@@ -57,8 +59,12 @@ class Snapshots:
     weights it holds (the run's settings hash and the step), so a stale one
     is never taken for it."""
 
-    def __init__(self, root: str | Path, run_hash: str):
-        self.root, self.run_hash = Path(root), run_hash
+    def __init__(self, root: str | Path, run_hash: str, every: int = 0):
+        self.root, self.run_hash, self.every = Path(root), run_hash, every
+
+    def kept(self, step: int) -> bool:
+        """A step the paper's checkpoint protocol keeps (every `every` steps; 0: none)."""
+        return self.every > 0 and step % self.every == 0
 
     def identity(self, step: int) -> str:
         return f"{self.run_hash}-{step}"
@@ -75,26 +81,37 @@ class Snapshots:
 
     def prune(self, keep_step: int | None) -> None:
         """Delete every snapshot but `keep_step`'s (the best the last checkpoint
-        records: a run resumed from it may need no other)."""
+        records: a run resumed from it may need no other) and the protocol's."""
         if not self.root.exists():
             return
         keep = self.dir(keep_step) if keep_step is not None else None
         for d in self.root.iterdir():
-            if d != keep:
+            if d != keep and not self._kept_dir(d):
                 shutil.rmtree(d, ignore_errors=True)
 
+    def _kept_dir(self, d: Path) -> bool:
+        step = d.name.removeprefix("step_")
+        return step.isdigit() and self.kept(int(step))
+
     def link_into(self, final_dir: Path, best: dict | None, final_step: int, validation: dict[int, float]) -> None:
-        """Hard-link the best-on-validation snapshot into the final model's
-        directory (unless the best is the final step) and list what the
-        evaluate stage scores: that snapshot, then the final model."""
+        """Hard-link the snapshots kept (the best on validation, the protocol's)
+        into the final model's directory and list what the evaluate stage
+        scores: those snapshots by step, then the final model. `best` marks
+        the choice on validation, `protocol` a step the paper's protocol keeps."""
+        best_step = best["step"] if best else None
+        steps = sorted({s for s in range(1, final_step) if self.kept(s)} | ({best_step} - {None, final_step}))
         listed = []
-        if best and best["step"] != final_step and self.is_current(best["step"]):
-            rel = Path("snapshots") / self.dir(best["step"]).name
-            link_tree(self.dir(best["step"]), final_dir / rel)
-            listed.append({"step": best["step"], "id": self.identity(best["step"]), "path": str(rel),
-                           "validation": validation.get(best["step"]), "best": True})
+        for step in steps:
+            if not self.is_current(step):
+                continue
+            rel = Path("snapshots") / self.dir(step).name
+            link_tree(self.dir(step), final_dir / rel)
+            listed.append({"step": step, "id": self.identity(step), "path": str(rel),
+                           "validation": validation.get(step), "best": step == best_step,
+                           "protocol": self.kept(step)})
         listed.append({"step": final_step, "id": self.identity(final_step), "path": ".",
-                       "validation": validation.get(final_step), "best": bool(best) and best["step"] == final_step})
+                       "validation": validation.get(final_step), "best": best_step == final_step,
+                       "protocol": self.every > 0})
         write_json(final_dir / SNAPSHOTS, listed)
 
 

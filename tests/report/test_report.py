@@ -633,3 +633,33 @@ def test_mlflow_draws_each_training_in_its_report_colour(repo):
 
     params = load_params(repo / "params.yaml")  # the report's models: base, grpo, disco_logl, siren
     assert [COLOR_NAMES[run_color(params, m)] for m in ("grpo", "disco_logl", "siren")] == ["orange", "green", "red"]
+
+
+def test_the_papers_protocol_reports_the_best_snapshot_on_the_test_sets_beside_ours(tmp_path):
+    """Three snapshots of the protocol; the one best on the test sets (step 4:
+    mean 0.75) is the paper's column, marked optimistic, beside the best on
+    validation (step 2: 0.25) and the final model (step 6: 0.5)."""
+    write_eval(tmp_path, RUNS[0], {"a": 0, "b": 0, "c": 0})
+    write_eval(tmp_path, RUNS[1], {"a": 1, "b": 1, "c": 1})
+    steps = {"2": ({"best": True, "protocol": True, "validation": 0.75}, [[0, False], [1, False], [0, False]]),
+             "4": ({"best": False, "protocol": True, "validation": 0.5}, [[2, True], [0, False], [2, True]]),
+             "6": ({"best": False, "protocol": True, "validation": 0.5}, [[1, False], [1, False], [1, False]])}
+    by_step = {"settings": "x", "steps": {s: {"id": f"h-{s}", **e, "problems": p} for s, (e, p) in steps.items()}}
+    (tmp_path / RUNS[1].eval_dir / "by_step.json").write_text(json.dumps(by_step))
+    build_report(RUNS[:2], tmp_path, tmp_path / "reports")
+    md = (tmp_path / "reports/results.md").read_text()
+    assert "## Checkpoint selection: the final model and the best on validation, and the paper's protocol" in md
+    assert "optimistic: selected on the test sets" in md
+    # arithmetic a, b and math500 c; mean over the sets: step 2 (0.25 + 0) / 2, step 4 (0.5 + 1) / 2, step 6 0.5
+    assert "| grpo | 3 | 4 | 0.750 [0.500, 1.000] | 0.125 [0.000, 0.250] | 0.500 [0.500, 0.500] |" in md
+
+
+def test_without_the_protocol_no_test_selected_column(tmp_path):
+    write_eval(tmp_path, RUNS[0], {"a": 0, "b": 0, "c": 0})
+    write_eval(tmp_path, RUNS[1], {"a": 1, "b": 1, "c": 1})
+    by_step = {"settings": "x", "steps": {"2": {"id": "h-2", "best": True, "validation": 0.5,
+                                                "problems": [[1, False], [1, False], [1, False]]}}}
+    (tmp_path / RUNS[1].eval_dir / "by_step.json").write_text(json.dumps(by_step))
+    build_report(RUNS[:2], tmp_path, tmp_path / "reports")
+    md = (tmp_path / "reports/results.md").read_text()
+    assert "Checkpoint selection" in md and "paper's protocol" not in md

@@ -130,10 +130,11 @@ def _interleave(parts: list[list]) -> list:
 
 
 def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, rollout_engine=None) -> dict:
-    """Evaluate the model and, for a trained run, its best-on-validation
-    snapshot unless already evaluated under these settings. Rank 0 writes
-    samples.jsonl and metrics.json (the final model) and by_step.json (the
-    snapshot and the final model, with their validation scores)."""
+    """Evaluate the model and, for a trained run, the snapshots it kept (the
+    best on validation, the paper's protocol's) unless already evaluated
+    under these settings. Rank 0 writes samples.jsonl and metrics.json (the
+    final model) and by_step.json (each snapshot and the final model, with
+    their validation scores)."""
     from rlvr.rollout.engine import load_safetensors
 
     model_path, out_dir = Path(model_path), Path(out_dir)
@@ -168,7 +169,7 @@ def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, 
 
 
 def _snapshots(model_path: Path) -> list[dict]:
-    """The run's best snapshot if any, the final model last (a base model: only itself)."""
+    """The run's snapshots kept, the final model last (a base model: only itself)."""
     listing = model_path / SNAPSHOTS
     return json.loads(listing.read_text()) if listing.exists() else [{"step": None, "id": None, "path": "."}]
 
@@ -193,6 +194,7 @@ def _keep(by_step: dict, snap: dict, metrics: dict, problems: list[dict], out_di
     summary = {"mean": metrics["mean"], "benchmarks": {n: {k: v for k, v in m.items() if k != "levels"}
                                                        for n, m in metrics["benchmarks"].items()}}
     by_step["steps"][str(snap["step"])] = {"id": snap["id"], "best": snap.get("best", False),
+                                           "protocol": snap.get("protocol", False),
                                            "validation": snap.get("validation"), **summary,
                                            "problems": [[p["correct"], p["majority"]] for p in problems]}
     write_json(out_dir / BY_STEP, by_step)

@@ -190,7 +190,9 @@ def difficulty(r: Report) -> list[str]:
 
 def checkpoints(r: Report) -> list[str]:
     md = checkpoint_section(r.results, r.k)
-    return [f"## Checkpoint selection: the final model and the best on validation\n\n{md}"] if md else []
+    title = "the final model and the best on validation" + (
+        ", and the paper's protocol" if "The paper's protocol" in (md or "") else "")
+    return [f"## Checkpoint selection: {title}\n\n{md}"] if md else []
 
 
 def graders(r: Report) -> list[str]:

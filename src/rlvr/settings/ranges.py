@@ -40,7 +40,7 @@ TRAIN = {
     "temperature": POSITIVE,  # RL samples: 0 (greedy) would give a group of equal responses
     "top_p": FRACTION, "lr": POSITIVE, "weight_decay": AT_LEAST_0, "warmup_steps": AT_LEAST_0, "grad_clip": POSITIVE,
     "zero_stage": Range(0, 3), "checkpoint_every": AT_LEAST_1, "eval_every": AT_LEAST_0, "max_bad_steps": AT_LEAST_1,
-    "seed": AT_LEAST_0,
+    "snapshot_every": AT_LEAST_0, "seed": AT_LEAST_0,
     "incorrect_reward": Range(-1, 1, high_open=True),  # below a right answer's 1 (DAPO's -1, DisCO's 0)
     "overlong_buffer": AT_LEAST_0, "dynamic_sampling_rounds": AT_LEAST_0,
 }

@@ -45,6 +45,9 @@ class TrainParams:
     ref_offload: bool = False
     checkpoint_every: int = 2  # rollout steps between checkpoints (and at the last step)
     eval_every: int = 0  # validate every this many steps (and at the last); the best-on-validation checkpoint is kept
+    # the paper's checkpoint protocol, opt-in (0 = off): a snapshot every this many steps, each scored on the
+    # test sets, the best on them reported beside ours and marked optimistic (DisCO's save_freq: 200)
+    snapshot_every: int = 0
     max_bad_steps: int = 3  # consecutive non-finite updates before the run stops
     seed: int = 0  # the run's seed (the train matrix sets it from `seeds`)
     # ---- the rollout side: the rewards the objective sees and which groups it trains on (rlvr.rollout.groups)

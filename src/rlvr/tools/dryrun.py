@@ -8,7 +8,9 @@ online data loaders fed from data/vendor/hub (rows in the hub's format). It
 shows that every setting is accepted and reaches the code that uses it
 (ZeRO stage, gradient checkpointing, warm-up, weight decay, every objective
 param) before a GPU is rented, and evaluates each released checkpoint's row
-(the tiny model standing in for the hub id). What it overrides is listed in SIZE.
+(the tiny model standing in for the hub id). What it overrides is listed in SIZE;
+`--set train.snapshot_every=1` (any dotted setting) changes the sized recipe
+further, e.g. to run the paper's checkpoint protocol, whose table it prints.
 """
 
 from __future__ import annotations
@@ -79,13 +81,30 @@ def sized(recipe: dict, model_dir: Path, work: Path) -> dict:
     return raw
 
 
-def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path | None = None) -> dict:
+def with_sets(raw: dict, sets: list[str]) -> dict:
+    """The recipe with each "section.key=value" (a YAML value) set."""
+    for item in sets:
+        key, sep, value = item.partition("=")
+        *path, last = key.split(".")
+        if not sep or not path:
+            raise ValueError(f"--set {item!r}: write section.key=value, e.g. train.snapshot_every=1")
+        node = raw
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = yaml.safe_load(value)
+    return raw
+
+
+def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path | None = None,
+            sets: list[str] = ()) -> dict:
     """Runs every method of the recipe; returns what each setting became in the code."""
     from transformers import AutoTokenizer
 
     from rlvr.data.prepare import prepare
     from rlvr.evaluation.evaluator import model_source, run_evaluation
     from rlvr.model import materialize
+    from rlvr.report.checkpoints import checkpoint_section
+    from rlvr.report.load import load_results
     from rlvr.rollout.engine import RolloutEngine
     from rlvr.runs import Run
     from rlvr.settings.methods import method_config, parse_recipe
@@ -93,7 +112,7 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
 
     recipe = yaml.safe_load(Path(recipe_path).read_text())
     arch = architecture(recipe["model"]["source"])
-    raw = sized(recipe, tiny_model(arch, tokenizer_dir, work / "tiny"), work)
+    raw = with_sets(sized(recipe, tiny_model(arch, tokenizer_dir, work / "tiny"), work), list(sets))
     if vendor_dir:
         raw["data"].update({"vendor_dir": str(vendor_dir), "hub_mirror": str(vendor_dir / "hub")})
     params = parse_recipe(raw)
@@ -121,6 +140,8 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
             "validation_k": trainer.validator.profile.k,
             "loss": [r["loss"] for r in rows],
         }
+    results = load_results(work, [Run(name, 0) for name in params.methods])
+    report["checkpoint_selection"] = checkpoint_section(results, params.eval.k)
     report["checkpoints"] = {}
     for name in params.checkpoints:
         run = Run(name, external=True)
@@ -137,8 +158,10 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, default=Path("runs/dryrun"))
     ap.add_argument("--vendor", type=Path, default=None, help="data/vendor of the repository (default: the recipe's)")
     ap.add_argument("--report", type=Path, default=None, help="also write the report (JSON) here")
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="change a setting of the sized recipe (repeatable), e.g. train.snapshot_every=1")
     args = ap.parse_args(argv)
-    report = dry_run(args.recipe, Path(args.tokenizer), args.work / args.recipe.stem, args.vendor)
+    report = dry_run(args.recipe, Path(args.tokenizer), args.work / args.recipe.stem, args.vendor, args.sets)
     text = json.dumps(report, indent=2)
     print(text)
     if args.report:

@@ -101,7 +101,7 @@ class Trainer:
         self.identity = checkpoint.run_identity(self.params, self.method, self.prompt, self.model_path, train_file,
                                                 self.ranks.world)
         self.hash = settings_hash(self.identity)
-        self.snapshots = Snapshots(self.run_dir / "snapshots", self.hash)
+        self.snapshots = Snapshots(self.run_dir / "snapshots", self.hash, self.settings.snapshot_every)
         self.outputs = RunOutputs(self.ranks, self.step_log, self.tracker, self.ckpt_dir, self.final_dir, self.snapshots,
                                   self.settings.zero_stage, self.params.tracking.log_completions)
         hold(self.lock, self.ranks)
@@ -185,7 +185,7 @@ class Trainer:
                     self.outputs.record(row, self.last_groups)
                     # Every rank must stop at the same step, whichever got the signal.
                     stop = distributed.any_rank(self.stop.requested or done == self.stop_after)
-                    if improved and done < steps:
+                    if (improved or self.snapshots.kept(done)) and done < steps:
                         self.outputs.save_snapshot(self.ds_engine, done)  # before the checkpoint: a resumed run never lacks it
                     if done % self.settings.checkpoint_every == 0 or done == steps or stop:
                         self._save(done)
