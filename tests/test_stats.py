@@ -47,6 +47,7 @@ def test_slope_of_a_perfect_line_and_of_noise():
     s, lo, hi = stats.slope_ci([1, 2, 3, 4, 5, 6], [1.0, -1, 1, -1, 1, -1])
     assert lo < 0 < hi
     assert all(math.isnan(v) for v in stats.slope_ci([1, 2], [1.0, 2.0]))
+    assert stats.slope_ci([1, 2, 3], [0.5, 0.5, 0.5]) == (0.0, 0.0, 0.0)  # flat: exact, not nan
 
 
 def test_wilson_interval_hand_value():

@@ -65,6 +65,8 @@ def slope_ci(xs: list[float], ys: list[float], level: float = LEVEL) -> tuple[fl
     x, y = np.asarray(xs, float), np.asarray(ys, float)
     if len(x) < 3 or np.ptp(x) == 0:
         return (math.nan, math.nan, math.nan)
+    if np.ptp(y) == 0:  # a flat line is fitted exactly (scipy gives its standard error as nan)
+        return (0.0, 0.0, 0.0)
     from scipy import stats as st
 
     fit = st.linregress(x, y)

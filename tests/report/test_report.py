@@ -34,8 +34,9 @@ def write_eval(root: Path, run: Run, correct: dict[str, int], k: int = 2, majori
 def write_steps(root: Path, run: Run, rewards: list[float], entropy_slope: float = -0.1, extra=None):
     d = root / run.train_dir
     d.mkdir(parents=True, exist_ok=True)
-    fields = ["step", "reward_mean", "entropy", "kl", "response_length", "topp_entropy", "zero_variance_groups",
-              "all_correct_groups", "all_wrong_groups", "kl_active", "clip_frac", *(extra or {})]
+    fields = list(dict.fromkeys(["step", "reward_mean", "entropy", "kl", "response_length", "topp_entropy",
+                                 "zero_variance_groups", "all_correct_groups", "all_wrong_groups", "kl_active",
+                                 "clip_frac", *(extra or {})]))
     with open(d / "steps.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
@@ -179,7 +180,7 @@ def test_the_report_leads_with_its_answer(report):
     summary = md.split("## Summary")[1].split("\n## ")[0]
     rows = all_claim_rows(load_results(root, RUNS), {"grpo": "grpo", "disco_logl": "disco"}, 2)
     assert rows
-    for claim, _, estimate, _, verdict in rows:
+    for claim, _, estimate, _, verdict, _ in rows:
         assert f"- **{verdict}**: {claim} (" in summary and estimate in summary
     assert md.index("## Summary") < md.index("## The papers' claims") < md.index("## Main table")
     assert "No information at this scale" not in summary  # every fixture set has differing scores
@@ -371,11 +372,18 @@ def test_the_appendix_compares_the_graders(tmp_path):
 def test_published_sizes_and_whether_our_interval_holds_them():
     from rlvr.report.claims import headline_gain, published_cell, table_gain
 
-    entry = {"rows": [{"method": "grpo", "avg": 0.457}, {"method": "disco_logl", "avg": 0.533},
-                      {"method": "grpo", "avg": 0.1}], "headline": {"maj_at_k_gain_over_best_baseline": 4.8}}
+    entry = {"source": "its table", "rows": [
+        {"method": "grpo", "avg": 0.457}, {"method": "disco_logl", "avg": 0.533}, {"method": "grpo", "avg": 0.1},
+        {"method": "dsr", "mrl": "24k/8k", "avg": 0.488}, {"method": "dsr", "mrl": "24k/32k", "avg": 0.525}],
+        "headline": {"maj_at_k_gain_over_best_baseline": 4.8, "aime": 6.6},
+        "headline_sources": {"maj_at_k_gain_over_best_baseline": "its abstract"}}
     assert table_gain(entry, "disco_logl", "grpo") == pytest.approx(0.076)  # the first row of each method
+    assert table_gain(entry, "disco_logl", "dsr", "24k/32k") == pytest.approx(0.008)  # the reference's named row
     assert table_gain(entry, "disco_logl", "dapo") is None and table_gain({}, "a", "b") is None
     assert headline_gain("maj_at_k_gain_over_best_baseline")(entry, "siren", "grpo") == pytest.approx(0.048)
+    # a value without a source is never compared with
+    assert table_gain({**entry, "source": None}, "disco_logl", "grpo") is None
+    assert headline_gain("aime")(entry, "siren", "grpo") is None
     assert published_cell(0.076, 0.01, 0.08) == "+0.076 (inside ours)"
     assert published_cell(0.076, 0.08, 0.1) == "+0.076 (outside ours)"
     assert published_cell(None, 0.0, 1.0) == "–"
@@ -411,8 +419,8 @@ def test_siren_entropy_claims_compare_the_slopes_with_each_baseline(tmp_path, re
     assert "contradicted" in lines["siren's top-p entropy stays in a band"]
     # diversity is claimed against the collapsing baselines only
     assert not any("entropy_reg" in k for k in lines if "perplexity" in k or "distinct" in k)
-    # the maj@k gain over the best baseline, beside the paper's 4.8 points
-    assert "| +0.048 (" in lines["siren gains maj@k over the best baseline"]
+    # the maj@k gain over the best baseline: the 4.8 points have no source, so no published size is shown
+    assert "| – |" in lines["siren gains maj@k over the best baseline"]
 
 
 def test_ablation_table_pairs_each_variant_with_its_full_method(tmp_path, repo):
@@ -495,7 +503,8 @@ def test_the_aime_claim_reads_only_aime_and_only_where_it_was_evaluated(tmp_path
     for run, c in zip(runs, ({"a": 0, "b": 0, "c": 0}, {"a": 0, "b": 1, "c": 2}, {"a": 2, "b": 1, "c": 0})):
         write_eval(tmp_path, run, c)
     rows = all_claim_rows(load_results(tmp_path, runs), {"grpo": "grpo", "siren": "siren"}, 2,
-                          {"headline": {"aime24_25_maj_at_k_gain": 6.6}})
+                          {"headline": {"aime24_25_maj_at_k_gain": 6.6},
+                           "headline_sources": {"aime24_25_maj_at_k_gain": "abstract"}})
     aime = next(r for r in rows if "AIME24/25" in r[0])
     # maj@2 = correct * 2 > k: siren a 1, b 0; grpo a 0, b 0 -> +0.5 on aime24 (math500's c is not read)
     assert aime[2].startswith("+0.5 [") and aime[3].startswith("+0.066 (")
@@ -527,7 +536,7 @@ def test_claims_are_about_main_methods_against_the_papers_own_baselines(tmp_path
     assert not any(r.startswith("| siren_wo_anchor") for r in rows)
     best = next(r for r in rows if r.startswith("| siren gains maj@k over the best baseline"))
     assert "siren - grpo |" in best or "siren - dr_grpo |" in best  # disco_logl scores higher, but is not SIREN's
-    assert any(r.startswith("| fewer questions at 0% under grpo_rw than grpo") for r in rows)
+    assert any(r.startswith("| fewer all-wrong training groups under grpo_rw than grpo") for r in rows)
     assert not any("under disco_logl" in r for r in rows)
     assert any(r.startswith("| DAPO's entropy rises during training") and "supported" in r for r in rows)
     assert any(r.startswith("| Dr. GRPO's entropy falls during training") and "supported" in r for r in rows)
@@ -663,3 +672,46 @@ def test_without_the_protocol_no_test_selected_column(tmp_path):
     build_report(RUNS[:2], tmp_path, tmp_path / "reports")
     md = (tmp_path / "reports/results.md").read_text()
     assert "Checkpoint selection" in md and "paper's protocol" not in md
+
+
+def test_the_new_claim_rows_by_hand(tmp_path, repo):
+    """DisCO's reward still rising where GRPO's saturated, the difficulty bias
+    on the training batches, SIREN's validation pass@k kept, the coefficient
+    sweep's two directions and DisCO (8k) beside DeepScaleR's 24k/32k row,
+    each with where the paper states it."""
+    from rlvr.report.claims import all_claim_rows
+    from rlvr.report.load import load_results
+
+    runs = [Run("base"), Run("grpo", 0), Run("disco_logl", 0), Run("grpo_rw", 0), Run("siren", 0),
+            Run("entropy_reg_small", 0), Run("entropy_reg_large", 0), Run("deepscaler_preview", external=True)]
+    for run in runs:
+        write_eval(tmp_path, run, {"a": 1, "b": 1, "c": 1})
+    six = range(1, 7)
+    write_steps(tmp_path, runs[1], [0.1, 0.3, 0.5, 0.5, 0.5, 0.5])  # saturated from step 3
+    write_steps(tmp_path, runs[2], [0.1 * i for i in six])  # rising 0.1 a step throughout
+    write_steps(tmp_path, runs[3], [0.1] * 6, extra={"all_wrong_groups": lambda i: 0.2})  # grpo's: 0.5 - 0.05 i
+    write_steps(tmp_path, runs[4], [0.1] * 6, extra={"val_pass@k": lambda i: 0.5})
+    write_steps(tmp_path, runs[5], [0.1] * 6, entropy_slope=-0.1)
+    write_steps(tmp_path, runs[6], [0.1] * 6, entropy_slope=0.05)
+    objectives = {"grpo": "grpo", "disco_logl": "disco", "grpo_rw": "grpo_rw", "siren": "siren",
+                  "entropy_reg_small": "entropy_reg", "entropy_reg_large": "entropy_reg"}
+    paper = yaml.safe_load((repo / "data/vendor/paper_results.yaml").read_text())
+    rows = {r[0]: r for r in all_claim_rows(load_results(tmp_path, runs), objectives, 2, paper["1.5b"])}
+    # second half (steps 4-6): DisCO's slope 0.1, GRPO's 0: exact lines
+    rise = rows["disco_logl's training reward keeps rising where grpo's saturates"]
+    assert rise[2] == "+0.1 [+0.1, +0.1]" and rise[4].startswith("supported") and "Fig. 2" in rise[5]
+    # all-wrong shares per step: grpo 0.45 .. 0.2, grpo_rw 0.2: paired differences 0.25 .. 0, mean 0.125
+    bias = rows["fewer all-wrong training groups under grpo_rw than grpo"]
+    assert bias[2].startswith("+0.125 [") and bias[4].startswith("supported") and "solve_none" in bias[5]
+    # validation pass@k flat: slope 0, above the floor -0.2 x 0.5 / 5 steps = -0.02
+    kept = rows["siren keeps its validation pass@k through training"]
+    assert kept[2] == "+0 [+0, +0]" and "above -0.02" in kept[1] and kept[4].startswith("supported")
+    assert "the paper states none" in kept[1] and "abstract" in kept[5]
+    # the sweep: each coefficient's own direction, no row crossing them
+    small = rows["naive entropy regularization with a small coefficient (entropy_reg_small)'s entropy falls during training"]
+    large = rows["naive entropy regularization with a large coefficient (entropy_reg_large): entropy rises"]
+    assert small[4].startswith("supported") and large[4].startswith("supported")
+    assert not any("entropy_reg_small" in r[0] and "rises" in r[0] for r in rows.values())
+    # DeepScaleR at 24k/32k in the paper: DisCO log-L 0.533 - 0.525; ours is measured at the recipe's length
+    dsr = rows["disco_logl (8k) on par with or above deepscaler_preview (24k training; the paper: its 32k evaluation)"]
+    assert dsr[3].startswith("+0.008 (") and "evaluated here at the recipe's length" in dsr[1]

@@ -15,10 +15,9 @@ def points(m, key: str = "entropy") -> tuple[list[float], list[float]]:
     """(step, value) of a steps.csv column over every seed of a method."""
     xs, ys = [], []
     for rows in m.steps:
-        for r in rows:
-            if isinstance(r.get(key), float):
-                xs.append(r["step"])
-                ys.append(r[key])
+        x, y = points_of(rows, key)
+        xs += x
+        ys += y
     return xs, ys
 
 
@@ -50,6 +49,47 @@ def band(m, key: str = "entropy") -> tuple[float, float, float, float]:
     return est, lo, hi, bound
 
 
+def late_slope_diff(a, b, key: str = "reward_mean") -> tuple[float, float, float]:
+    """Slope of `key` over the second half of a's training minus b's, with a
+    normal interval from their t intervals (a still rising where b has
+    saturated)."""
+    sa, la, ha = stats.slope_ci(*_second_half(*points(a, key)))
+    sb, lb, hb = stats.slope_ci(*_second_half(*points(b, key)))
+    if math.isnan(sa) or math.isnan(sb):
+        return (math.nan,) * 3
+    half = math.hypot((ha - la) / 2, (hb - lb) / 2)
+    return (sa - sb, sa - sb - half, sa - sb + half)
+
+
+def _second_half(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
+    if not xs:
+        return [], []
+    mid = (min(xs) + max(xs)) / 2
+    return [x for x in xs if x > mid], [y for x, y in zip(xs, ys) if x > mid]
+
+
+def step_share_diff(a, b, key: str) -> tuple[float, float, float]:
+    """a's per-step share `key` (a steps.csv column: all_wrong_groups, the
+    official trainer's solve_none; all_correct_groups, its solve_all) minus
+    b's, paired by step over the steps both logged (the same seed draws the
+    same questions at a step), seeds pooled."""
+    pa, pb = _by_step(a, key), _by_step(b, key)
+    common = sorted(set(pa) & set(pb))
+    if len(common) < 2:
+        return (math.nan,) * 3
+    return stats.paired_diff_ci([np.array([pa[s] for s in common])], [np.array([pb[s] for s in common])])
+
+
+def _by_step(m, key: str) -> dict[tuple[int, float], float]:
+    return {(seed, x): y for seed, rows in zip(m.seeds, m.steps) for x, y in zip(*points_of(rows, key))}
+
+
+def points_of(rows: list[dict], key: str) -> tuple[list[float], list[float]]:
+    """(step, value) of one seed's steps.csv column."""
+    kept = [r for r in rows if isinstance(r.get(key), float)]
+    return [r["step"] for r in kept], [r[key] for r in kept]
+
+
 def halves_diff(m, key: str = "entropy") -> tuple[float, float, float]:
     """|slope| over the second half of training minus |slope| over the first,
     with a normal interval from their t intervals (late instability)."""
@@ -64,13 +104,6 @@ def halves_diff(m, key: str = "entropy") -> tuple[float, float, float]:
     half = math.hypot((first[2] - first[1]) / 2, (second[2] - second[1]) / 2)
     d = abs(second[0]) - abs(first[0])
     return (d, d - half, d + half)
-
-
-def share_diff(a, b, level: float) -> tuple[float, float, float]:
-    """Share of questions with seed-averaged accuracy == level: a minus b, paired over questions."""
-    va = np.asarray(a.accuracy_by_question()) == level
-    vb = np.asarray(b.accuracy_by_question()) == level
-    return stats.paired_diff_ci([va.astype(float)], [vb.astype(float)])
 
 
 def mean_diff(a, b, kind: str, sets: tuple[str, ...] | None = None) -> tuple[float, float, float] | None:

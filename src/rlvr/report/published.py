@@ -6,12 +6,24 @@ from __future__ import annotations
 from rlvr.schema import unknown_name
 
 
+NO_SOURCE = "no source found"  # in the papers' text or the official READMEs (paper_results.yaml says why)
+
+
+def sourced(entry: dict, headline: str | None = None) -> bool:
+    """Whether a profile's rows (or one of its headline figures) name where they were read."""
+    if headline is not None:
+        return headline in (entry.get("headline_sources") or {})
+    return bool(entry.get("source"))
+
+
 def paper_rows(paper: dict, profile: str | None, columns: list[str]) -> list[list[str]]:
-    """Published rows for the matching recipe, in our column order."""
+    """Published rows for the matching recipe, in our column order; rows
+    without a source say so in their name."""
     if not profile or profile not in paper or "rows" not in paper[profile]:
         return []
     key = {"mean": "avg"}
-    return [[f"{r['method']} (paper, {r.get('mrl', '')})",
+    mark = "" if sourced(paper[profile]) else f", {NO_SOURCE}"
+    return [[f"{r['method']} (paper, {r.get('mrl', '')}{mark})",
              *[f"{r[key.get(c, c)]:.3f}" if r.get(key.get(c, c)) is not None else "–" for c in columns]]
             for r in paper[profile]["rows"]]
 
@@ -24,8 +36,13 @@ def paper_notes(paper: dict, profile: str | None, methods: list[str]) -> str | N
         return None
     parts = []
     if "rows" in entry:
-        parts.append(f"The paper's avg@k rows for {entry['base_model']} are in the main table, marked (paper).")
-    figures = [f"- {k}: {v}" for k, v in (entry.get("headline") or {}).items()]
+        where = (f"read from {entry['source']}" if sourced(entry)
+                 else f"{NO_SOURCE}: {entry.get('unsourced', 'unknown')}; marked so in each row")
+        parts.append(f"The paper's avg@k rows for {entry['base_model']} are in the main table, marked (paper); "
+                     f"{where}.")
+    sources = entry.get("headline_sources") or {}
+    figures = [f"- {k}: {v} ({'source: ' + sources[k] if k in sources else NO_SOURCE})"
+               for k, v in (entry.get("headline") or {}).items()]
     if figures:
         parts.append(f"Published figures for {entry['base_model']}:\n" + "\n".join(figures))
     published = {r["method"] for r in entry.get("rows", [])}
