@@ -145,3 +145,29 @@ def test_precision_arms_average_seeds_per_problem_and_compare_with_fp32():
     assert d == pytest.approx(-0.5625) and hi - lo == pytest.approx(2 * 12.7062 * 0.0625, rel=1e-4)
     assert worse["verdict_over_seeds"] == "not distinguishable at this scale"  # 2 seeds: a wide interval
     assert "over seeds (Welch t on the seed means) -0.562 [-1.357, +0.232]: not distinguishable" in md
+
+
+def test_gold_forms_counts_a_cleaning_that_changes_sirens_reward():
+    """A $-delimited root parses as stored; cleaned to a bare \\frac{\\sqrt{3}}{2}
+    it parses to nothing (math-verify 0.7), so SIREN's reward flips for it;
+    5.0 and 5 are equal numbers to math-verify: changed, not flipped; 17 is
+    left alone."""
+    from gold_forms import compare
+
+    from rlvr.data.records import Record
+
+    records = [Record(id=str(i), problem="p", answer=a, source="openr1_math")
+               for i, a in enumerate(["$\\frac{\\sqrt{3}}{2}$", "5.0", "17"])]
+    counts = compare(records)
+    assert (counts["rows"], counts["changed"], counts["flipped"]) == (3, 2, 1)
+    assert counts["examples"] == [("$\\frac{\\sqrt{3}}{2}$", "\\frac{\\sqrt{3}}{2}", [True, True], [False, False])]
+
+
+def test_sirens_training_gold_is_kept_as_stored():
+    from rlvr.data.sources import HUB, normalize
+
+    rows = [{"prompt": [{"role": "user", "content": "q"}], "reward_model": {"ground_truth": "$5.0$"}}]
+    spec = HUB["openr1_math"]
+    kept = normalize(rows, "openr1_math", spec.problem, spec.answer, gold_as_stored=spec.gold_as_stored)
+    cleaned = normalize(rows, "openr1_math", spec.problem, spec.answer)
+    assert (kept[0].answer, cleaned[0].answer) == ("$5.0$", "5")

@@ -151,7 +151,7 @@ def test_every_left_out_dry_run_has_a_twin():
             "disco_7b": "disco_1.5b", "disco_1.5b_dapo_math": "disco_1.5b", "siren_qwen2.5-math-1.5b":
             "siren_qwen2.5-math-7b", "disco_1.5b_ablations": "disco_1.5b",
             "siren_qwen2.5-math-7b_ablations": "siren_qwen2.5-math-7b", "disco_1.5b_eval32k": "disco_1.5b",
-            "disco_7b_eval32k": "disco_7b"}
+            "disco_7b_eval32k": "disco_7b", "siren_qwen2.5-math-7b_entropy_sweep": "siren_qwen2.5-math-7b"}
     smoked = "siren_qwen2.5-math-7b"  # its training path whole in tests/e2e/test_smoke_run.py; its graders' halves
     # through the pool in tests/grading; its objectives trained in tests/e2e/test_trainer.py
     assert {p.stem for p in RECIPES} == {p.stem for p in DRY_RUNS} | {smoked} | set(twin)
@@ -159,7 +159,7 @@ def test_every_left_out_dry_run_has_a_twin():
         a, b = (load_params(REPO / "params" / f"{n}.yaml") for n in (name, other))
         assert objectives_of(a) <= objectives_of(b)  # the same objectives, run in the twin
         assert a.prompt == b.prompt and a.verifier.grader == b.verifier.grader
-        if name.endswith("_ablations"):
+        if name.endswith(("_ablations", "_entropy_sweep")):
             raw_a, raw_b = (yaml.safe_load((REPO / "params" / f"{n}.yaml").read_text()) for n in (name, other))
             assert {k: v for k, v in raw_a.items() if k not in ("methods", "report", "checkpoints")} == \
                 {k: v for k, v in raw_b.items() if k not in ("methods", "report", "checkpoints")}

@@ -31,6 +31,9 @@ class HubSpec:
     config: str | None = None
     dedupe: bool = False  # the hub copy repeats problems (DAPO-Math-17k: ~100x)
     system: Callable[[dict], str | None] | None = None  # the row's own system turn, for chat-turn rows
+    # the gold exactly as stored, not cleaned by split_answer: SIREN's reward parses the parquet's ground_truth
+    # as it is (recipe/entropy/reward_score.py line 8; no loader step touches it)
+    gold_as_stored: bool = False
 
 
 # DAPO-Math-17k wraps every problem in its own "Answer: $Answer" instruction;
@@ -69,7 +72,7 @@ HUB = {
     "dapo_math": HubSpec("BytedTsinghua-SIA/DAPO-Math-17k", "train", dapo_problem, "reward_model.ground_truth",
                          dedupe=True),
     "openr1_math": HubSpec("Elliott/Openr1-Math-46k-8192", "train", last_user_turn, "reward_model.ground_truth",
-                           system=system_turn),
+                           system=system_turn, gold_as_stored=True),
     "aime24": HubSpec("HuggingFaceH4/aime_2024", "train", "problem", "answer"),
     "aime25": HubSpec("yentinglin/aime_2025", "train", "problem", "answer"),
     # The 83 AMC 2022-23 problems the DisCO and SIREN papers (and DeepScaleR) evaluate on, as vendored.
@@ -107,6 +110,11 @@ def split_answer(raw) -> tuple[str, tuple[str, ...]]:
     return forms[0], tuple(forms[1:])
 
 
+def stored_answer(raw) -> tuple[str, tuple[str, ...]]:
+    """A gold answer exactly as stored (its text; no alternative forms)."""
+    return ("", ()) if raw is None else (str(raw), ())
+
+
 def _clean(answer: str) -> str:
     a = re.sub(r"(?<!\\)\$", "", answer).strip()  # inline-math delimiters, not escaped \$
     if a.endswith(".0") and a[:-2].lstrip("-").isdigit():
@@ -129,21 +137,23 @@ def _level(row: dict) -> int | None:
 def normalize(rows: list[dict], source: str, problem_key: str | Callable = "problem",
               answer_key: str | Callable = "answer", where: str | None = None, dedupe: bool = False,
               system: Callable[[dict], str | None] | None = None, lines: list[int] | None = None,
-              skip_bad: bool = True, skipped: list[int] | None = None) -> list[Record]:
+              skip_bad: bool = True, skipped: list[int] | None = None, gold_as_stored: bool = False) -> list[Record]:
     """Rows -> Records. A row without a problem or answer ("None" is a null that
     became text), or repeating an id (with `dedupe`, a problem), is skipped
     (its row number appended to `skipped`, one warning naming them), or, without
     `skip_bad`, an error naming it. `lines`: each row's line in its file (default
-    1, 2, ...); a row without an id gets `<source>-<line - 1>`."""
+    1, 2, ...); a row without an id gets `<source>-<line - 1>`. `gold_as_stored`:
+    the answer as its row stores it (stored_answer), else split_answer's forms."""
     out, seen, bad = [], set(), []
     lines = lines or list(range(1, len(rows) + 1))
     for line, row in zip(lines, rows):
         raw_answer = column(row, answer_key)
-        answer, alts = split_answer("" if raw_answer in (None, "None") else raw_answer)
+        raw_answer = "" if raw_answer in (None, "None") else raw_answer
+        answer, alts = stored_answer(raw_answer) if gold_as_stored else split_answer(raw_answer)
         rid = str(row.get("id", f"{source}-{line - 1}"))
         problem = str(column(row, problem_key) or "").strip()
         key = problem if dedupe else rid
-        if not problem or not answer or key in seen:
+        if not problem or not answer.strip() or key in seen:
             if not skip_bad:
                 why = "repeats an earlier row's id or problem" if problem and answer else "has no problem or answer"
                 raise DataError(f"{where or source}:{line}: the row {why}; {SKIP_HINT}")
@@ -217,7 +227,7 @@ def load_hub(name: str, mirror: str | Path | None = None, skipped: list[int] | N
 def _hub_records(name: str, spec: HubSpec, ds, where: str, skipped: list[int] | None) -> list[Record]:
     rows = [dict(r, id=f"{name}-{i}") for i, r in enumerate(ds)]
     return normalize(rows, name, spec.problem, spec.answer, where=where, dedupe=spec.dedupe, system=spec.system,
-                     skipped=skipped)
+                     skipped=skipped, gold_as_stored=spec.gold_as_stored)
 
 
 def load(name: str, source: str, vendor_dir: str | Path, mirror: str | Path | None = None, skip_bad: bool = False,
