@@ -187,6 +187,33 @@ def test_checkpoints_and_ablations_name_what_they_refer_to(raw):
     assert parse_recipe(good).checkpoints == {"released": "org/model"}
 
 
+def test_a_released_model_may_be_evaluated_with_its_own_eval(raw):
+    """{source, eval}: that model's evaluation changes only the keys it names
+    (the paper's 32k row beside an 8k recipe); the others keep eval:; its bad
+    keys, ranges and lengths are named where written, all at once."""
+    good = copy.deepcopy(raw)
+    good["checkpoints"] = {"at8k": "org/model", "at32k": {"source": "org/model",
+                                                          "eval": {"max_new_tokens": 32768, "max_model_len": 33792}}}
+    params = parse_recipe(good)
+    assert params.checkpoints == {"at8k": "org/model", "at32k": "org/model"}
+    own = params.evaluated_as("at32k").eval
+    assert (own.max_new_tokens, own.max_model_len, own.k) == (32768, 33792, params.eval.k)
+    assert params.evaluated_as("at8k") is params and params.evaluated_as("grpo") is params
+    bad = copy.deepcopy(raw)
+    bad["checkpoints"] = {"a": {"source": "org/model", "eval": {"max_new_token": 5}},
+                          "b": {"source": "org/model", "eval": {"k": 0}},
+                          "c": {"source": "org/model", "eval": {"max_new_tokens": 10**6}},
+                          "d": {"eval": {}, "revision": "main"}}
+    with pytest.raises(ConfigError) as e:
+        parse_recipe(bad)
+    text = str(e.value)
+    assert "unknown key 'checkpoints.a.eval.max_new_token' (did you mean 'checkpoints.a.eval.max_new_tokens'?)" in text
+    assert "'checkpoints.b.eval.k' must be in [1, 1024], got 0" in text
+    assert "'checkpoints.c.eval.max_new_tokens' (1000000) leaves no room for the prompt" in text
+    assert "'checkpoints.d': unknown key(s) ['revision']" in text
+    assert "'checkpoints.d': expected a hub id or a local directory, got None" in text
+
+
 def test_a_checkpoint_hub_id_offline_is_a_clear_error(raw, monkeypatch):
     from rlvr.evaluation.evaluator import model_source
     from rlvr.runs import Run
@@ -199,3 +226,29 @@ def test_a_checkpoint_hub_id_offline_is_a_clear_error(raw, monkeypatch):
     assert str(model_source(params, Run("grpo", 0))) == "models/grpo/seed0"
     with pytest.raises(ConfigError, match="did you mean 'released'"):
         model_source(params, Run("releasd", external=True))
+
+
+def test_the_evaluate_stage_scores_a_released_model_with_its_own_eval(raw, monkeypatch):
+    from rlvr.evaluation import evaluator
+    from rlvr.runs import Run
+    from rlvr.tracking import tracker
+
+    raw["checkpoints"] = {"at32k": {"source": "org/model", "eval": {"max_new_tokens": 32768,
+                                                                    "max_model_len": 33792}}}
+    params = parse_recipe(raw)
+    seen = []
+
+    class Evaluated(Exception):
+        pass
+
+    def run_evaluation(model, p, out_dir):
+        seen.append((str(model), p.eval.max_new_tokens, p.eval.max_model_len))
+        raise Evaluated
+
+    monkeypatch.setattr(evaluator, "run_evaluation", run_evaluation)
+    monkeypatch.setattr(tracker.Tracker, "for_stage", classmethod(lambda cls, *a, **k: tracker.NullTracker()))
+    for run in (Run("at32k", external=True), Run("grpo", 0)):
+        with pytest.raises(Evaluated):
+            evaluator.evaluate_stage(params, run)
+    assert seen == [("org/model", 32768, 33792), ("models/grpo/seed0", params.eval.max_new_tokens,
+                                                  params.eval.max_model_len)]

@@ -252,6 +252,8 @@ def evaluate_stage(params: Params, run) -> dict:
     from rlvr.tracking.provenance import dataset_input
     from rlvr.tracking.tracker import NullTracker, Tracker
 
+    if run.external:
+        params = params.evaluated_as(run.method)  # a released model may have its own eval: (the paper's 32k rows)
     ranks = distributed.ranks_from_env()
     if ranks.world > 1 or torch.cuda.is_available():  # CUDA: vLLM's external launcher joins this process group
         ranks = distributed.init(params.launcher.timeout_s)

@@ -19,8 +19,9 @@ from rlvr.schema import ConfigError, build, check_ranges, unknown_name
 from rlvr.settings import hardware
 from rlvr.settings.datasets import BENCHMARKS, CHAT_TURN_SETS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
 from rlvr.settings.prompt import DATASET_SYSTEM
-from rlvr.settings.ranges import TRAIN
-from rlvr.settings.sections import LOADED_SECTIONS, MethodEntry, Params, ReportParams, check_params
+from rlvr.settings.ranges import CORE, TRAIN
+from rlvr.settings.sections import (LOADED_SECTIONS, EvalParams, MethodEntry, Params, ReportParams, check_eval_length,
+                                    check_params)
 from rlvr.settings.train import TRAIN_KEYS, TrainParams, check_train
 
 
@@ -108,7 +109,7 @@ def core_params(raw: dict, problems: list[str]) -> Params | None:
     params.methods = method_entries(params, shared, methods, problems)
     params.report = build(ReportParams, raw.get("report") or {}, "report.", problems) or ReportParams()
     check_ablations(raw.get("report") or {}, methods, problems)
-    params.checkpoints = check_checkpoints(raw.get("checkpoints"), methods, problems)
+    params.checkpoints, params.checkpoint_eval = check_checkpoints(raw.get("checkpoints"), params, methods, problems)
     return params
 
 
@@ -143,20 +144,39 @@ def with_methods(params: Params, methods: dict) -> Params:
     return made
 
 
-def check_checkpoints(checkpoints, methods: dict, problems: list[str]) -> dict[str, str]:
-    """checkpoints: {name: hub id or local directory}, names apart from the methods and the base model."""
+def check_checkpoints(checkpoints, params: Params, methods: dict,
+                      problems: list[str]) -> tuple[dict[str, str], dict[str, EvalParams]]:
+    """checkpoints: {name: hub id or local directory, or {source, eval}: the
+    model evaluated with `eval:` changed by its own keys}, names apart from
+    the methods and the base model. Returns the sources and the own evals."""
     if checkpoints is None:
-        return {}
+        return {}, {}
     if not isinstance(checkpoints, dict):
         problems.append(f"'checkpoints': expected a mapping of name -> hub id or local directory, got {checkpoints!r}")
-        return {}
-    for name, source in checkpoints.items():
+        return {}, {}
+    sources, evals = {}, {}
+    for name, entry in checkpoints.items():
+        where = f"checkpoints.{name}"
         if name == "base" or name in methods:
-            problems.append(f"'checkpoints.{name}': the name is taken by "
+            problems.append(f"'{where}': the name is taken by "
                             f"{'the base model' if name == 'base' else 'a method'}; rename the checkpoint")
-        if not isinstance(source, str) or not source:
-            problems.append(f"'checkpoints.{name}': expected a hub id or a local directory, got {source!r}")
-    return {str(name): source for name, source in checkpoints.items()}
+        if isinstance(entry, dict):
+            unknown = set(entry) - {"source", "eval"}
+            if unknown:
+                problems.append(f"'{where}': unknown key(s) {sorted(unknown)}; an entry is a hub id or directory, "
+                                "or {source: <hub id or directory>, eval: {<eval: keys it changes>}}")
+            own = build(EvalParams, {**dataclasses.asdict(params.eval), **(entry.get("eval") or {})},
+                        f"{where}.eval.", problems)
+            if own is not None:
+                check_ranges(own, {k.removeprefix("eval."): v for k, v in CORE.items() if k.startswith("eval.")},
+                             problems, where=lambda k, w=where: f"{w}.eval.{k}")
+                check_eval_length(own, params.engine, f"{where}.eval.", problems)
+                evals[str(name)] = own
+            entry = entry.get("source")
+        if not isinstance(entry, str) or not entry:
+            problems.append(f"'{where}': expected a hub id or a local directory, got {entry!r}")
+        sources[str(name)] = entry
+    return sources, evals
 
 
 def check_ablations(report: dict, methods: dict, problems: list[str]) -> None:

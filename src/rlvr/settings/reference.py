@@ -118,7 +118,9 @@ def reference() -> str:
     out += section("train", TrainParams, ranges=lambda name: TRAIN.get(name.removeprefix("train.")))
     out += section("report", ReportParams)
     out += ["### `checkpoints`", "", "Released models evaluated as rows of every table, not trained: "
-            "`{name: hub id or local directory}`.", "",
+            "`{name: hub id or local directory}`, or `{name: {source: hub id or local directory, eval: {...}}}` "
+            "to evaluate that model with the `eval` keys it names changed (the DisCO paper's 32k rows beside an 8k "
+            "recipe).", "",
             "## `methods.<name>`: one objective and its settings", "",
             "A method entry names its `objective` and sets that objective's keys below; any `train` key may be "
             "set too (it overrides `train` for this method).", ""]

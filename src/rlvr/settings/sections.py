@@ -7,6 +7,7 @@ a method's objective settings belong to the objective (rlvr.settings.methods).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,11 +190,18 @@ class Params:
     methods: dict[str, MethodEntry] = field(default_factory=dict)  # the train matrix's methods, in order
     report: ReportParams = field(default_factory=ReportParams)
     checkpoints: dict[str, str] = field(default_factory=dict)  # released models evaluated as rows: {name: hub id or directory}
+    # a released model evaluated with its own eval: settings ({source, eval} entries: the paper's 32k rows)
+    checkpoint_eval: dict[str, EvalParams] = field(default_factory=dict)
+
+    def evaluated_as(self, checkpoint: str) -> "Params":
+        """The settings a released model is evaluated with: these, with its own eval: where its entry gives one."""
+        own = self.checkpoint_eval.get(checkpoint)
+        return self if own is None else dataclasses.replace(self, eval=own)
 
 
 # Sections the loader builds itself (rlvr.settings.load), not schema.build: a method's training settings are
 # `train:` with the entry's overrides, and its objective's settings wait for the objective (rlvr.settings.methods).
-LOADED_SECTIONS = ("train", "methods", "report", "checkpoints")
+LOADED_SECTIONS = ("train", "methods", "report", "checkpoints", "checkpoint_eval")
 
 
 def check_params(p: Params, problems: list[str]) -> None:
@@ -207,13 +215,7 @@ def check_params(p: Params, problems: list[str]) -> None:
         for name in names:
             if name not in eval_sets:
                 problems.append(unknown_name(where, name, eval_sets))
-    eval_len, eval_len_key = ((p.eval.max_model_len, "eval.max_model_len") if p.eval.max_model_len
-                              else (p.engine.max_model_len, "engine.max_model_len"))
-    if p.eval.max_new_tokens is not None and p.eval.max_new_tokens >= eval_len:
-        problems.append(
-            f"'eval.max_new_tokens' ({p.eval.max_new_tokens}) leaves no room for the prompt within "
-            f"'{eval_len_key}' ({eval_len}); raise it or lower max_new_tokens"
-        )
+    check_eval_length(p.eval, p.engine, "eval.", problems)
     if p.validation.max_new_tokens >= p.engine.max_model_len:
         problems.append(f"'validation.max_new_tokens' ({p.validation.max_new_tokens}) leaves no room for the prompt "
                         f"within 'engine.max_model_len' ({p.engine.max_model_len})")
@@ -228,6 +230,17 @@ def check_params(p: Params, problems: list[str]) -> None:
         problems.append(f"'seeds' must be a non-empty list of distinct integers >= 0, got {p.seeds}")
     check_prompt(p.prompt, problems)
     check_launcher(p.launcher, problems)
+
+
+def check_eval_length(e: EvalParams, engine: EngineParams, prefix: str, problems: list[str]) -> None:
+    """A response of eval.max_new_tokens leaves room for the prompt in the evaluation's context."""
+    eval_len, eval_len_key = ((e.max_model_len, f"{prefix}max_model_len") if e.max_model_len
+                              else (engine.max_model_len, "engine.max_model_len"))
+    if e.max_new_tokens is not None and e.max_new_tokens >= eval_len:
+        problems.append(
+            f"'{prefix}max_new_tokens' ({e.max_new_tokens}) leaves no room for the prompt within "
+            f"'{eval_len_key}' ({eval_len}); raise it or lower max_new_tokens"
+        )
 
 
 def check_launcher(lc: LauncherParams, problems: list[str]) -> None:
