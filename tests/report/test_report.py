@@ -715,3 +715,22 @@ def test_the_new_claim_rows_by_hand(tmp_path, repo):
     # DeepScaleR evaluated at 32k (its own eval: in the recipe), the paper's 24k/32k row: DisCO log-L 0.533 - 0.525
     dsr = rows["disco_logl (8k) on par with or above deepscaler_preview_32k (24k training, 32k evaluation)"]
     assert dsr[3].startswith("+0.008 (")
+
+
+def test_the_papers_ablation_ordering_by_hand(tmp_path, repo):
+    """Every component matters (each variant below its full method) and the
+    clipped score hurts most: its drop (1 on every problem) minus the KL
+    penalty's (0.5) is +0.5 on every problem."""
+    runs = [Run("base"), Run("disco_lratio", 0), Run("disco_lratio_clipped", 0), Run("disco_logl", 0),
+            Run("disco_logl_kl_penalty", 0)]
+    for run, c in zip(runs, ({"a": 0, "b": 0, "c": 0}, {"a": 2, "b": 2, "c": 2}, {"a": 0, "b": 0, "c": 0},
+                             {"a": 2, "b": 2, "c": 2}, {"a": 1, "b": 1, "c": 1})):
+        write_eval(tmp_path, run, c)
+    build_report(runs, tmp_path, tmp_path / "reports", repo / "data/vendor/paper_results.yaml", "1.5b",
+                 {n.method: "disco" for n in runs[1:]},
+                 {"disco_lratio_clipped": "disco_lratio", "disco_logl_kl_penalty": "disco_logl"})
+    md = (tmp_path / "reports/results.md").read_text().split("The paper's ordering of its ablations:")[1]
+    assert "| every component matters | variants whose avg@2 interval lies below their full method's | 2 of 2 | " \
+           "supported | DisCO paper's ablation study (1.5B) |" in md
+    assert "| disco_lratio_clipped hurts more than disco_logl_kl_penalty | avg@2 drop (full - variant): " \
+           "disco_lratio_clipped - disco_logl_kl_penalty | +0.500 [+0.500, +0.500] | supported |" in md

@@ -164,7 +164,11 @@ def published(r: Report) -> list[str]:
 
 
 def ablations(r: Report) -> list[str]:
-    md = tables.ablation_section(r.results, r.ablations, r.k, (r.paper.get(r.profile) or {}).get("ablations"))
+    entry = r.paper.get(r.profile) or {}
+    md = tables.ablation_section(r.results, r.ablations, r.k, entry.get("ablations"))
+    order = tables.ablation_order(r.results, r.ablations, entry.get("ablation_order"), r.k)
+    if md and order:
+        md += "\n\nThe paper's ordering of its ablations:\n\n" + order
     return [f"## Ablations: each variant against its full method (paired over problems)\n\n{md}"] if md else []
 
 

@@ -101,6 +101,31 @@ def ablation_section(results, ablations: dict[str, str], k, published: dict | No
                      "published"], body)
 
 
+def ablation_order(results, ablations: dict[str, str], order: dict | None, k) -> str | None:
+    """The paper's ordering of its ablations (`order`: the profile's
+    ablation_order): every component matters, each variant below its full
+    method on avg@k; the variant it names hurts most, its drop (full -
+    variant) larger than each other variant's, paired over problems."""
+    pairs = dict((v, f) for v, f in ablations.items() if v in results and f in results)
+    worst = (order or {}).get("largest_drop")
+    if not pairs or worst not in pairs:
+        return None
+    sets = mean_sets(results)
+    below = [v for v, f in pairs.items() if paired(results[v], results[f], "avg", None, sets)[2] < 0]
+    source = order.get("source", "-")
+    rows = [["every component matters", f"variants whose avg@{k} interval lies below their full method's",
+             f"{len(below)} of {len(pairs)}", "supported" if len(below) == len(pairs) else "not shown for "
+             + ", ".join(v for v in pairs if v not in below), source]]
+    drop = {v: [results[f].values("avg")[b] - results[v].values("avg")[b] for b in sets] for v, f in pairs.items()}
+    for other in pairs:
+        if other != worst:
+            cell = stats.paired_diff_ci(drop[worst], drop[other])
+            rows.append([f"{worst} hurts more than {other}", f"avg@{k} drop (full - variant): {worst} - {other}",
+                         fmt(cell, signed=True), stats.verdict(cell[1], cell[2], "supported", "contradicted")
+                         .replace("not distinguishable at this scale", "inconclusive"), source])
+    return markdown(["claim", "statistic", "estimate [95% interval]", "verdict", "where the paper states it"], rows)
+
+
 def published_size(points: float | None, cell) -> str | None:
     """A change the paper states in points, as a fraction, and whether our interval holds it."""
     if points is None:
