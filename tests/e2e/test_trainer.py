@@ -261,13 +261,13 @@ def test_a_step_whose_grading_fails_ends_the_run_with_its_cause_and_the_checkpoi
     assert [r["step"] for r in again.train()] == [2]
 
 
-def _validated_params(tmp_path):
+def _validated_params(tmp_path, **train):
     """grpo for 4 steps, validated at each on 4 held-out problems, a checkpoint every 2; data prepared."""
     from rlvr.data.prepare import prepare
 
     raw = tiny_params(tmp_path, {"grpo": ALL_METHODS["grpo"]})
     raw["data"]["validation_size"] = 4
-    raw["train"].update({"steps": 4, "eval_every": 1, "checkpoint_every": 2})
+    raw["train"].update({"steps": 4, "eval_every": 1, "checkpoint_every": 2, **train})
     params = parse_params(raw)
     prepare(params.data)
     return params
@@ -305,6 +305,31 @@ def test_validation_keeps_only_the_best_snapshot(setup, tiny_model, tmp_path, mo
     assert linked.stat().st_ino == kept.stat().st_ino  # a hard link: no second copy on disk
     state = json.loads((run_dir / "checkpoint/trainer_state.json").read_text())
     assert state["best"] == {"step": 2, "score": 0.7}
+
+
+def test_the_papers_protocol_keeps_every_nth_snapshot_and_scores_each(setup, tiny_model, tmp_path, monkeypatch):
+    """snapshot_every 1 over 4 steps, validation best at step 2: steps 1-3 are
+    kept through every prune and listed (2 also as the best), the final model
+    last; the evaluate path then scores each on the test sets."""
+    from rlvr.evaluation.evaluator import Evaluator, run_evaluation
+    from rlvr.training.trainer import Trainer
+
+    _, engine, _ = setup
+    params = _validated_params(tmp_path, snapshot_every=1)
+    scores = iter([0.5, 0.7, 0.6, 0.7])
+    real_evaluate = Evaluator.evaluate
+    monkeypatch.setattr(Evaluator, "evaluate", lambda self, label: (
+        {"mean": {"avg@k": next(scores), "maj@k": 0.0, "pass@k": 1.0}}, [], []) if label.startswith("validate")
+        else real_evaluate(self, label))
+    run_dir, final = tmp_path / "runs/grpo", tmp_path / "models/grpo"
+    Trainer(params, method_config(params, "grpo"), str(tiny_model), run_dir, final, rollout_engine=engine).train()
+    assert sorted(p.name for p in (run_dir / "snapshots").iterdir()) == ["step_000001", "step_000002", "step_000003"]
+    listed = json.loads((final / "snapshots.json").read_text())
+    assert [(s["step"], s["best"], s["protocol"]) for s in listed] == [
+        (1, False, True), (2, True, True), (3, False, True), (4, False, True)]
+    run_evaluation(final, params, tmp_path / "eval", rollout_engine=engine)
+    by_step = json.loads((tmp_path / "eval/by_step.json").read_text())["steps"]
+    assert sorted(by_step, key=int) == ["1", "2", "3", "4"] and all(e["protocol"] for e in by_step.values())
 
 
 def test_a_resumed_run_keeps_the_best_its_checkpoint_names(setup, tiny_model, tmp_path, monkeypatch):

@@ -708,7 +708,8 @@ def test_the_new_claim_rows_by_hand(tmp_path, repo):
     assert kept[2] == "+0 [+0, +0]" and "above -0.02" in kept[1] and kept[4].startswith("supported")
     assert "the paper states none" in kept[1] and "abstract" in kept[5]
     # the sweep: each coefficient's own direction, no row crossing them
-    small = rows["naive entropy regularization with a small coefficient (entropy_reg_small)'s entropy falls during training"]
+    small = rows["naive entropy regularization with a small coefficient (entropy_reg_small)'s entropy falls "
+                 "during training"]
     large = rows["naive entropy regularization with a large coefficient (entropy_reg_large): entropy rises"]
     assert small[4].startswith("supported") and large[4].startswith("supported")
     assert not any("entropy_reg_small" in r[0] and "rises" in r[0] for r in rows.values())

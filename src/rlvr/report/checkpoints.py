@@ -64,7 +64,8 @@ def test_selected(results, kind: str) -> list[list[str]]:
                   for es in entries]
         finals = [es[-1] for es in entries]
         validated = [next((e for e in es if e.get("best")), None) for es in entries]
-        on_validation = "-" if None in validated else fmt(stats.mean_ci(list(_snapshot_values(validated, m, kind).values())))
+        on_validation = "-" if None in validated else fmt(
+            stats.mean_ci(list(_snapshot_values(validated, m, kind).values())))
         body.append([name, "/".join(str(sum(1 for e in es if e.get("protocol"))) for es in entries),
                      "/".join(e["step"] for e in chosen),
                      fmt(stats.mean_ci(list(_snapshot_values(chosen, m, kind).values()))), on_validation,

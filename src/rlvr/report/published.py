@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from rlvr.schema import unknown_name
 
-
 NO_SOURCE = "no source found"  # in the papers' text or the official READMEs (paper_results.yaml says why)
 
 

@@ -20,8 +20,15 @@ from rlvr.settings import hardware
 from rlvr.settings.datasets import BENCHMARKS, CHAT_TURN_SETS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
 from rlvr.settings.prompt import DATASET_SYSTEM
 from rlvr.settings.ranges import CORE, TRAIN
-from rlvr.settings.sections import (LOADED_SECTIONS, EvalParams, MethodEntry, Params, ReportParams, check_eval_length,
-                                    check_params)
+from rlvr.settings.sections import (
+    LOADED_SECTIONS,
+    EvalParams,
+    MethodEntry,
+    Params,
+    ReportParams,
+    check_eval_length,
+    check_params,
+)
 from rlvr.settings.train import TRAIN_KEYS, TrainParams, check_train
 
 

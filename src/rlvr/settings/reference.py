@@ -16,8 +16,8 @@ import sys
 import typing
 
 from rlvr.objectives.registry import objectives
-from rlvr.settings.sections import LOADED_SECTIONS, Params, ReportParams
 from rlvr.settings.ranges import CORE, TRAIN
+from rlvr.settings.sections import LOADED_SECTIONS, Params, ReportParams
 from rlvr.settings.train import TrainParams
 
 _FIELD = re.compile(r"^\s+(\w+): [^=#]+?(?: = .+?)?(?:\s+#\s*(.*))?$")

@@ -103,8 +103,6 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
     from rlvr.data.prepare import prepare
     from rlvr.evaluation.evaluator import model_source, run_evaluation
     from rlvr.model import materialize
-    from rlvr.report.checkpoints import checkpoint_section
-    from rlvr.report.load import load_results
     from rlvr.rollout.engine import RolloutEngine
     from rlvr.runs import Run
     from rlvr.settings.methods import method_config, parse_recipe
@@ -140,15 +138,29 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
             "validation_k": trainer.validator.profile.k,
             "loss": [r["loss"] for r in rows],
         }
-    results = load_results(work, [Run(name, 0) for name in params.methods])
-    report["checkpoint_selection"] = checkpoint_section(results, params.eval.k)
     report["checkpoints"] = {}
     for name in params.checkpoints:
         run = Run(name, external=True)
         evaluated = run_evaluation(model_source(params, run), params, work / run.eval_dir, rollout_engine=engine)
         report["checkpoints"][name] = {"k_per_set": evaluated["metrics"]["k_per_set"],
                                        "problems": evaluated["metrics"]["mean"]["n_problems"]}
+    report.update(report_tables(params, work, Path(params.data.vendor_dir) / "paper_results.yaml"))
     return report
+
+
+def report_tables(params, work: Path, paper_path: Path) -> dict[str, str | None]:
+    """The report's checkpoint section and claims table, fed from the dry run's outputs."""
+    from rlvr.report.checkpoints import checkpoint_section
+    from rlvr.report.claims import all_claim_rows, claims_table
+    from rlvr.report.load import load_results
+    from rlvr.runs import Run
+
+    runs = [Run(name, 0) for name in params.methods] + [Run(name, external=True) for name in params.checkpoints]
+    results = load_results(work, runs)
+    entry = (yaml.safe_load(paper_path.read_text()) or {}).get(params.report.paper_profile) or {}
+    objectives = {name: m.objective for name, m in params.methods.items()}
+    rows = all_claim_rows(results, objectives, params.eval.k, entry, params.report.ablations)
+    return {"checkpoint_selection": checkpoint_section(results, params.eval.k), "claims": claims_table(rows)}
 
 
 def main(argv=None) -> int:
