@@ -735,3 +735,13 @@ def test_the_papers_ablation_ordering_by_hand(tmp_path, repo):
            "supported | DisCO paper's ablation study (1.5B) |" in md
     assert "| disco_lratio_clipped hurts more than disco_logl_kl_penalty | avg@2 drop (full - variant): " \
            "disco_lratio_clipped - disco_logl_kl_penalty | +0.500 [+0.500, +0.500] | supported |" in md
+
+
+def test_band_and_floor_verdicts_at_their_edges():
+    from rlvr.report.claim_stats import band_verdict, floor_verdict
+
+    assert band_verdict(-0.1, 0.1, 0.1) == "supported" and band_verdict(-0.2, 0.0, 0.1) == "inconclusive"
+    assert band_verdict(0.11, 0.3, 0.1) == "contradicted" and band_verdict(-0.3, -0.11, 0.1) == "contradicted"
+    assert floor_verdict(-0.1, 5.0, 0.1) == "supported" and floor_verdict(-0.2, 0.0, 0.1) == "inconclusive"
+    assert floor_verdict(-0.5, -0.11, 0.1) == "contradicted"
+    assert floor_verdict(float("nan"), float("nan"), 0.1) == "inconclusive (too few points)"

@@ -1,6 +1,7 @@
 """The statistics a claim row reads: slopes of a steps.csv column over the
-seeds and their differences, the band a stable slope stays in, and paired
-differences over problems or questions, each with its interval."""
+seeds and their differences, the band a stable slope stays in (and the
+verdicts of a band and of a floor), per-step shares paired by step, and
+paired differences over problems, each with its interval."""
 
 from __future__ import annotations
 
@@ -118,3 +119,19 @@ def mean_diff(a, b, kind: str, sets: tuple[str, ...] | None = None) -> tuple[flo
     if not keys:
         return None
     return stats.paired_diff_ci([va[x] for x in keys], [vb[x] for x in keys])
+
+
+def band_verdict(lo: float, hi: float, bound: float) -> str:
+    """Stable: the interval inside +-bound; contradicted wholly outside it."""
+    if math.isnan(lo):
+        return "inconclusive (too few points)"
+    if -bound <= lo and hi <= bound:
+        return "supported"
+    return "contradicted" if lo > bound or hi < -bound else "inconclusive"
+
+
+def floor_verdict(lo: float, hi: float, bound: float) -> str:
+    """Kept: the interval above -bound; contradicted wholly below it."""
+    if math.isnan(lo):
+        return "inconclusive (too few points)"
+    return "supported" if lo >= -bound else "contradicted" if hi < -bound else "inconclusive"

@@ -22,7 +22,8 @@ from typing import Callable
 import numpy as np
 
 from rlvr import stats
-from rlvr.report.claim_stats import band, halves_diff, late_slope_diff, mean_diff, points, slope_diff, step_share_diff
+from rlvr.report.claim_stats import (band, band_verdict, floor_verdict, halves_diff, late_slope_diff, mean_diff,
+                                     points, slope_diff, step_share_diff)
 from rlvr.report.format import markdown
 from rlvr.report.published import sourced
 
@@ -223,20 +224,6 @@ def published_cell(size: float | None, lo: float, hi: float) -> str:
     if math.isnan(lo):
         return f"{size:+.3g}"
     return f"{size:+.3g} ({'inside' if lo <= size <= hi else 'outside'} ours)"
-
-
-def band_verdict(lo: float, hi: float, bound: float) -> str:
-    if math.isnan(lo):
-        return "inconclusive (too few points)"
-    if -bound <= lo and hi <= bound:
-        return "supported"
-    return "contradicted" if lo > bound or hi < -bound else "inconclusive"
-
-
-def floor_verdict(lo: float, hi: float, bound: float) -> str:
-    if math.isnan(lo):
-        return "inconclusive (too few points)"
-    return "supported" if lo >= -bound else "contradicted" if hi < -bound else "inconclusive"
 
 
 def claim_rows(claim: Claim, results: dict, objectives: dict[str, str], k, entry: dict,
