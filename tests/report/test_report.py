@@ -745,3 +745,16 @@ def test_band_and_floor_verdicts_at_their_edges():
     assert floor_verdict(-0.1, 5.0, 0.1) == "supported" and floor_verdict(-0.2, 0.0, 0.1) == "inconclusive"
     assert floor_verdict(-0.5, -0.11, 0.1) == "contradicted"
     assert floor_verdict(float("nan"), float("nan"), 0.1) == "inconclusive (too few points)"
+
+
+def test_a_claim_on_a_column_never_logged_has_no_row(tmp_path, repo):
+    """Without validation (eval_every 0) no step logs val_pass@k: SIREN's
+    validation claims are left out, not shown as nan."""
+    from rlvr.report.claims import all_claim_rows
+    from rlvr.report.load import load_results
+
+    runs = [Run("base"), Run("grpo", 0), Run("siren", 0)]
+    for run in runs:
+        write_eval(tmp_path, run, {"a": 1, "b": 1, "c": 1})
+    rows = all_claim_rows(load_results(tmp_path, runs), {"grpo": "grpo", "siren": "siren"}, 2)
+    assert rows and not any("validation" in r[0] for r in rows)

@@ -22,8 +22,11 @@ def points(m, key: str = "entropy") -> tuple[list[float], list[float]]:
     return xs, ys
 
 
-def slope_diff(a, b, key: str = "entropy") -> tuple[float, float, float]:
-    """Slope of a minus slope of b, with a normal interval from their t intervals."""
+def slope_diff(a, b, key: str = "entropy") -> tuple[float, float, float] | None:
+    """Slope of a minus slope of b, with a normal interval from their t
+    intervals; None where either never logged `key` (the claim does not apply)."""
+    if not (points(a, key)[0] and points(b, key)[0]):
+        return None
     sa, la, ha = stats.slope_ci(*points(a, key))
     sb, lb, hb = stats.slope_ci(*points(b, key))
     if math.isnan(sa) or math.isnan(sb):
@@ -37,14 +40,14 @@ def slope_diff(a, b, key: str = "entropy") -> tuple[float, float, float]:
 STABLE_SHARE = 0.2  # "stable": the entropy moves by less than this share of its start over the run
 
 
-def band(m, key: str = "entropy") -> tuple[float, float, float, float]:
+def band(m, key: str = "entropy") -> tuple[float, float, float, float] | None:
     """A method's slope per step of `key` with its interval, and the band a
     stable slope stays within: +-STABLE_SHARE of the first step's value over
-    the run's steps."""
+    the run's steps; None where it never logged `key` (validation off)."""
     xs, ys = points(m, key)
-    est, lo, hi = stats.slope_ci(xs, ys)
     if not xs:
-        return (math.nan,) * 4
+        return None
+    est, lo, hi = stats.slope_ci(xs, ys)
     first = [y for x, y in zip(xs, ys) if x == min(xs)]
     bound = STABLE_SHARE * abs(float(np.mean(first))) / max(max(xs) - min(xs), 1)
     return est, lo, hi, bound
