@@ -39,3 +39,7 @@ def test_cpu_dry_run(recipe, base_model, tmp_path):
     assert set(report["checkpoints"]) == set(raw.get("checkpoints") or {})  # each released model's row evaluated
     for got in report["checkpoints"].values():
         assert set(got["k_per_set"]) >= {"arithmetic", *raw["data"]["benchmarks"]}
+    # the report's tables a GPU user reads, fed from the dry run's outputs: each claim row names its source
+    assert "| claim | statistic | estimate [95% interval] | published | verdict | where the paper states it |" \
+        in report["claims"]
+    assert "best step (validation)" in report["checkpoint_selection"]

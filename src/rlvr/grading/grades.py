@@ -61,10 +61,10 @@ class GradeCounts:
 
 
 def preference_level(grade: Grade) -> int:
-    """TRPA's preference level of a graded response (its DeepScaleR reward,
-    deepscaler/rewards/math_reward_pl.py lines 36-86): 1 correct, 2 a wrong
-    answer, 3 an empty answer, 4 no answer (no `</think>`, no box, or one too
-    long to grade)."""
+    """TRPA's preference level of a graded response (its DeepScaleR reward in
+    DisCO's copy, deepscaler/deepscaler/rewards/math_reward_pl.py lines
+    28-119): 1 correct, 2 a wrong answer, 3 an empty answer, 4 no answer (no
+    `</think>`, no box, or one too long to grade)."""
     if grade.correct:
         return 1
     if grade.status == EMPTY:

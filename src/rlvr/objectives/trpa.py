@@ -5,9 +5,10 @@ mean token log-ratio to the frozen reference model, every (better, worse)
 pair of a group gives a logistic loss on the score difference, and a k3 KL to
 the rollout policy keeps the update in a trust region.
 
-The preference levels are the official DeepScaleR reward's
-(deepscaler/rewards/math_reward_pl.py lines 36-86): 1 correct, 2 a wrong
-answer, 3 an empty answer (`\\boxed{}`), 4 no answer (no `</think>`, no box);
+The preference levels are the official DeepScaleR reward's, in DisCO's copy
+(deepscaler/deepscaler/rewards/math_reward_pl.py lines 28-119, the reward
+DisCO's TRPA rows used): 1 correct, 2 a wrong answer, 3 an empty answer
+(`\\boxed{}`), 4 no answer (no `</think>`, no box);
 rlvr.grading.grades.preference_level reads them off a grade. Every pair of
 responses at two levels forms a pair, the lower level the winner, so
 truncated and unanswered responses still pair, also in groups with no
