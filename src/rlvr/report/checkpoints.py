@@ -49,7 +49,7 @@ def _snapshot_values(entries: list[dict], m: MethodResults, kind: str) -> dict[s
     return {b: np.mean([p[b] for p in per_seed], axis=0) for b in per_seed[0]}
 
 
-def test_selected(results, kind: str) -> list[list[str]]:
+def selected_on_test_sets(results, kind: str) -> list[list[str]]:
     """Per trained method with the paper's protocol on: each seed's best
     snapshot on the test sets (mean over benchmarks; ties: the earlier), as
     the DisCO paper chose its rows, beside the best on validation and the
@@ -94,7 +94,7 @@ def checkpoint_section(results, k: int) -> str | None:
                      "scored with the full protocol. Steps are per seed.\n\n"
                      + markdown(["method", "final step", f"final, test avg@{k}", "best step (validation)",
                                  "validation avg@k", f"best, test avg@{k}"], body))
-    protocol = test_selected(results, "avg")
+    protocol = selected_on_test_sets(results, "avg")
     if protocol:
         parts.append(PAPER_PROTOCOL + "\n\n" + markdown(
             ["method", "snapshots scored", "best step (test sets)",
