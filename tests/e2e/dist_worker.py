@@ -1,8 +1,9 @@
 """Run by tests/e2e/test_distributed.py on every rank, under the real DeepSpeed launcher.
 
-  step:   one update step per method on fixed rollouts (the same global
-          groups on every world size); rank 0 saves the weights and the row
-  sample: one real rollout step; every rank saves its questions and responses
+  step: one update step per method on fixed rollouts (the same global groups
+        on every world size); rank 0 saves the weights and the row. On more
+        than one rank, then one real rollout step of grpo in the same job:
+        every rank saves its questions and responses (sample_rank<r>.json).
 """
 
 import argparse
@@ -83,7 +84,7 @@ def fixed_groups(tokenizer, records) -> list[Group]:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["step", "sample"])
+    ap.add_argument("mode", choices=["step"])
     ap.add_argument("--model", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--repo", required=True)
@@ -97,24 +98,30 @@ def main():
     distributed.barrier()
     vllm = RolloutEngine(args.model, dtype="float32", max_model_len=512, kv_cache_gib=1, seed=ranks.rank,
                          sleep_mode=True)  # the GPU sequence: asleep during the update, woken by the push
-    for name in METHODS if args.mode == "step" else ["grpo"]:
-        tr = Trainer(params, method_config(params, name), args.model, out / name / f"w{ranks.world}",
-                     out / name / "final", rollout_engine=vllm)
-        tr.setup()
-        if args.mode == "sample":
-            got = tr.collector.collect(PhaseTimer()).groups
-            (out / f"sample_rank{ranks.rank}.json").write_text(json.dumps(
-                {"ids": [g.record.id for g in got], "responses": [g.responses for g in got],
-                 "executor": vllm.executor}))
-        else:
-            unit = share_unit(tr.settings, ranks.world)
-            mine = ranks.share(fixed_groups(tr.tokenizer, tr.sampler.records), unit)
-            row = tr.step(0, groups=copy.deepcopy(mine))
-            if ranks.main:
-                weights = torch.cat([p.detach().flatten() for p in tr.ds_engine.module.parameters()])
-                torch.save({"weights": weights, "row": row}, out / f"{name}_w{ranks.world}.pt")
+    for name in METHODS:
+        tr = trainer(params, name, args.model, out, ranks, vllm)
+        unit = share_unit(tr.settings, ranks.world)
+        mine = ranks.share(fixed_groups(tr.tokenizer, tr.sampler.records), unit)
+        row = tr.step(0, groups=copy.deepcopy(mine))
+        if ranks.main:
+            weights = torch.cat([p.detach().flatten() for p in tr.ds_engine.module.parameters()])
+            torch.save({"weights": weights, "row": row}, out / f"{name}_w{ranks.world}.pt")
         tr.verifier.close()
         distributed.barrier()
+    if ranks.world > 1:  # after the updates, so that sampling moves none of their generators
+        tr = trainer(params, "grpo", args.model, out / "sample", ranks, vllm)
+        got = tr.collector.collect(PhaseTimer()).groups
+        (out / f"sample_rank{ranks.rank}.json").write_text(json.dumps(
+            {"ids": [g.record.id for g in got], "responses": [g.responses for g in got], "executor": vllm.executor}))
+        tr.verifier.close()
+        distributed.barrier()
+
+
+def trainer(params, name: str, model: str, out: Path, ranks, vllm) -> Trainer:
+    tr = Trainer(params, method_config(params, name), model, out / name / f"w{ranks.world}", out / name / "final",
+                 rollout_engine=vllm)
+    tr.setup()
+    return tr
 
 
 if __name__ == "__main__":

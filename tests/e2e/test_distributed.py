@@ -71,11 +71,9 @@ def test_two_ranks_make_the_one_rank_update(one_step, tiny_model, name):
         assert two["row"]["entropy_anchor"] == pytest.approx(one["row"]["entropy_anchor"], rel=1e-5)
 
 
-def test_ranks_sample_disjoint_questions_and_their_own_responses(tmp_path, tiny_model):
-    done = launch(2, [WORKER, "sample", "--model", str(tiny_model), "--out", str(tmp_path), "--repo", str(REPO)],
-                  29613, timeout=900)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    r0, r1 = (json.loads((tmp_path / f"sample_rank{r}.json").read_text()) for r in (0, 1))
+def test_ranks_sample_disjoint_questions_and_their_own_responses(one_step):
+    """One real rollout step of the two-rank job (dist_worker, after its updates)."""
+    r0, r1 = (json.loads((one_step / "w2" / f"sample_rank{r}.json").read_text()) for r in (0, 1))
     assert len(r0["ids"]) == len(r1["ids"]) == 2 and not set(r0["ids"]) & set(r1["ids"])
     assert r0["responses"] != r1["responses"]
     assert r0["executor"] == r1["executor"] == "ExecutorWithExternalLauncher"  # the executor of a GPU node

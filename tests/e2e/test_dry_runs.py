@@ -12,18 +12,24 @@ from helpers import DRY_RUNS, REPO
 
 @pytest.mark.parametrize("recipe", DRY_RUNS, ids=lambda p: p.stem)
 def test_cpu_dry_run(recipe, base_model, tmp_path):
+    """One method of each objective (the recipe's last: DisCO's L-ratio); the
+    others differ only in objective settings, whose every path in the loss
+    tests/settings/test_recipes.py checks."""
+    from rlvr.settings.load import load_params
     from rlvr.tools.dryrun import architecture
 
     raw = yaml.safe_load(recipe.read_text())
+    picked = list({m.objective: name for name, m in load_params(recipe).methods.items()}.values())
     out = tmp_path / "report.json"
     done = subprocess.run([sys.executable, "-m", "rlvr.tools.dryrun", str(recipe), "--tokenizer", str(base_model),
-                           "--work", str(tmp_path), "--vendor", str(REPO / "data/vendor"), "--report", str(out)],
-                          capture_output=True, text=True, timeout=900)
+                           "--work", str(tmp_path), "--vendor", str(REPO / "data/vendor"), "--report", str(out),
+                           *[f"--method={name}" for name in picked]], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["architecture"] == architecture(raw["model"]["source"])
     assert report["architecture"] == ("llama" if recipe.stem in ("disco_8b", "siren_llama3.1-8b") else "qwen2")
-    assert set(report["methods"]) == set(raw["methods"])
+    assert set(report["methods"]) == set(picked)
+    assert len(picked) == len({m["objective"] for m in raw["methods"].values()})
     t = raw["train"]
     for name, got in report["methods"].items():
         assert got["steps"] == [1, 2] and got["snapshots"][-1] == 2, name  # validated at both, the final listed

@@ -10,7 +10,8 @@ shows that every setting is accepted and reaches the code that uses it
 param) before a GPU is rented, and evaluates each released checkpoint's row
 (the tiny model standing in for the hub id). What it overrides is listed in SIZE;
 `--set train.snapshot_every=1` (any dotted setting) changes the sized recipe
-further, e.g. to run the paper's checkpoint protocol, whose table it prints.
+further, e.g. to run the paper's checkpoint protocol, whose table it prints;
+`--method NAME` (repeatable) runs only those methods.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import json
 from pathlib import Path
 
 import yaml
+
+from rlvr.schema import ConfigError
 
 # What a dry run changes: sizes, the device, and where data and model come from.
 SIZE = {
@@ -87,7 +90,8 @@ def with_sets(raw: dict, sets: list[str]) -> dict:
         key, sep, value = item.partition("=")
         *path, last = key.split(".")
         if not sep or not path:
-            raise ValueError(f"--set {item!r}: write section.key=value, e.g. train.snapshot_every=1")
+            raise ConfigError([f"--set {item!r}: write section.key=value, e.g. train.snapshot_every=1"],
+                              "rlvr dryrun")
         node = raw
         for part in path:
             node = node.setdefault(part, {})
@@ -96,8 +100,8 @@ def with_sets(raw: dict, sets: list[str]) -> dict:
 
 
 def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path | None = None,
-            sets: list[str] = ()) -> dict:
-    """Runs every method of the recipe; returns what each setting became in the code."""
+            sets: list[str] = (), methods: list[str] = ()) -> dict:
+    """Runs every method of the recipe (or `methods`); returns what each setting became in the code."""
     from transformers import AutoTokenizer
 
     from rlvr.data.prepare import prepare
@@ -114,11 +118,15 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
     if vendor_dir:
         raw["data"].update({"vendor_dir": str(vendor_dir), "hub_mirror": str(vendor_dir / "hub")})
     params = parse_recipe(raw)
+    unknown = [m for m in methods if m not in params.methods]
+    if unknown:
+        raise ConfigError([f"--method {', '.join(unknown)}: not a method of {recipe_path} (its methods: "
+                           f"{', '.join(params.methods)})"], "rlvr dryrun")
     base = materialize(params.model.source, params.model.out_dir, params.model.dtype)
     counts = prepare(params.data, params.prompt.for_training(), AutoTokenizer.from_pretrained(base))
     engine = RolloutEngine.from_params(str(base), params.engine, params.model.dtype)
     report = {"architecture": arch, "rows": counts, "methods": {}}
-    for name in params.methods:
+    for name in methods or params.methods:
         method = method_config(params, name)
         run = Run(name, 0)
         trainer = Trainer(params, method, str(base), work / run.run_dir, work / run.model_dir, rollout_engine=engine,
@@ -144,18 +152,19 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
         evaluated = run_evaluation(model_source(params, run), params, work / run.eval_dir, rollout_engine=engine)
         report["checkpoints"][name] = {"k_per_set": evaluated["metrics"]["k_per_set"],
                                        "problems": evaluated["metrics"]["mean"]["n_problems"]}
-    report.update(report_tables(params, work, Path(params.data.vendor_dir) / "paper_results.yaml"))
+    report.update(report_tables(params, list(methods or params.methods), work,
+                                Path(params.data.vendor_dir) / "paper_results.yaml"))
     return report
 
 
-def report_tables(params, work: Path, paper_path: Path) -> dict[str, str | None]:
+def report_tables(params, methods: list[str], work: Path, paper_path: Path) -> dict[str, str | None]:
     """The report's checkpoint section and claims table, fed from the dry run's outputs."""
     from rlvr.report.checkpoints import checkpoint_section
     from rlvr.report.claims import all_claim_rows, claims_table
     from rlvr.report.load import load_results
     from rlvr.runs import Run
 
-    runs = [Run(name, 0) for name in params.methods] + [Run(name, external=True) for name in params.checkpoints]
+    runs = [Run(name, 0) for name in methods] + [Run(name, external=True) for name in params.checkpoints]
     results = load_results(work, runs)
     entry = (yaml.safe_load(paper_path.read_text()) or {}).get(params.report.paper_profile) or {}
     objectives = {name: m.objective for name, m in params.methods.items()}
@@ -172,8 +181,11 @@ def main(argv=None) -> int:
     ap.add_argument("--report", type=Path, default=None, help="also write the report (JSON) here")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="change a setting of the sized recipe (repeatable), e.g. train.snapshot_every=1")
+    ap.add_argument("--method", dest="methods", action="append", default=[], metavar="NAME",
+                    help="run only this method of the recipe (repeatable; default: every one)")
     args = ap.parse_args(argv)
-    report = dry_run(args.recipe, Path(args.tokenizer), args.work / args.recipe.stem, args.vendor, args.sets)
+    report = dry_run(args.recipe, Path(args.tokenizer), args.work / args.recipe.stem, args.vendor, args.sets,
+                     args.methods)
     text = json.dumps(report, indent=2)
     print(text)
     if args.report:
