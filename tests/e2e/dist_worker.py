@@ -24,6 +24,7 @@ from rlvr.settings.methods import method_config
 from rlvr.training.step_metrics import PhaseTimer
 from rlvr.training.trainer import Trainer
 
+
 def registry_methods() -> dict[str, dict]:
     """Every registered objective with the first example its module declares
     (the contract's), and DisCO at its official gathered grain."""
