@@ -194,9 +194,7 @@ def difficulty(r: Report) -> list[str]:
 
 def checkpoints(r: Report) -> list[str]:
     md = checkpoint_section(r.results, r.k)
-    title = "the final model and the best on validation" + (
-        ", and the paper's protocol" if "The paper's protocol" in (md or "") else "")
-    return [f"## Checkpoint selection: {title}\n\n{md}"] if md else []
+    return [md] if md else []
 
 
 def graders(r: Report) -> list[str]:

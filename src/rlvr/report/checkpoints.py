@@ -86,6 +86,7 @@ PAPER_PROTOCOL = (
 
 
 def checkpoint_section(results, k: int) -> str | None:
+    """The report's checkpoint-selection section, its heading naming what it holds."""
     parts = []
     body = selected_checkpoints(results, "avg")
     if body:
@@ -100,4 +101,7 @@ def checkpoint_section(results, k: int) -> str | None:
             ["method", "snapshots scored", "best step (test sets)",
              f"paper's protocol: best on the test sets, test avg@{k} (optimistic)",
              f"ours: best on validation, test avg@{k}", f"final, test avg@{k}"], protocol))
-    return "\n\n".join(parts) or None
+    if not parts:
+        return None
+    title = "the final model and the best on validation" + (", and the paper's protocol" if protocol else "")
+    return f"## Checkpoint selection: {title}\n\n" + "\n\n".join(parts)

@@ -25,15 +25,20 @@ def points(m, key: str = "entropy") -> tuple[list[float], list[float]]:
 def slope_diff(a, b, key: str = "entropy") -> tuple[float, float, float] | None:
     """Slope of a minus slope of b, with a normal interval from their t
     intervals; None where either never logged `key` (the claim does not apply)."""
-    if not (points(a, key)[0] and points(b, key)[0]):
+    pa, pb = points(a, key), points(b, key)
+    if not (pa[0] and pb[0]):
         return None
-    sa, la, ha = stats.slope_ci(*points(a, key))
-    sb, lb, hb = stats.slope_ci(*points(b, key))
-    if math.isnan(sa) or math.isnan(sb):
+    sa, sb = stats.slope_ci(*pa), stats.slope_ci(*pb)
+    return _gap(sa[0] - sb[0], sa, sb)
+
+
+def _gap(d: float, a: tuple[float, float, float], b: tuple[float, float, float]) -> tuple[float, float, float]:
+    """A difference `d` of two slopes with a normal interval from their t
+    intervals `a` and `b`: each half-width is t x se, and the standard errors
+    combine (t ~ z at these sizes is conservative enough); nan where either is."""
+    if any(math.isnan(c) for c in (*a, *b)):
         return (math.nan,) * 3
-    # each half-width is t * se; combine the standard errors (t ~ z at these sizes is conservative enough)
-    half = math.hypot((ha - la) / 2, (hb - lb) / 2)
-    d = sa - sb
+    half = math.hypot((a[2] - a[1]) / 2, (b[2] - b[1]) / 2)
     return (d, d - half, d + half)
 
 
@@ -57,19 +62,17 @@ def late_slope_diff(a, b, key: str = "reward_mean") -> tuple[float, float, float
     """Slope of `key` over the second half of a's training minus b's, with a
     normal interval from their t intervals (a still rising where b has
     saturated)."""
-    sa, la, ha = stats.slope_ci(*_second_half(*points(a, key)))
-    sb, lb, hb = stats.slope_ci(*_second_half(*points(b, key)))
-    if math.isnan(sa) or math.isnan(sb):
-        return (math.nan,) * 3
-    half = math.hypot((ha - la) / 2, (hb - lb) / 2)
-    return (sa - sb, sa - sb - half, sa - sb + half)
+    sa = stats.slope_ci(*_halves(*points(a, key))[1])
+    sb = stats.slope_ci(*_halves(*points(b, key))[1])
+    return _gap(sa[0] - sb[0], sa, sb)
 
 
-def _second_half(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
-    if not xs:
-        return [], []
-    mid = (min(xs) + max(xs)) / 2
-    return [x for x in xs if x > mid], [y for x, y in zip(xs, ys) if x > mid]
+def _halves(xs: list[float], ys: list[float]) -> tuple[tuple[list, list], tuple[list, list]]:
+    """The (steps, values) up to the middle step of the run, and after it."""
+    mid = (min(xs) + max(xs)) / 2 if xs else 0.0
+    first = [(x, y) for x, y in zip(xs, ys) if x <= mid]
+    second = [(x, y) for x, y in zip(xs, ys) if x > mid]
+    return tuple(([x for x, _ in part], [y for _, y in part]) for part in (first, second))
 
 
 def step_share_diff(a, b, key: str) -> tuple[float, float, float]:
@@ -100,14 +103,8 @@ def halves_diff(m, key: str = "entropy") -> tuple[float, float, float]:
     xs, ys = points(m, key)
     if len(set(xs)) < 6:
         return (math.nan,) * 3
-    mid = (min(xs) + max(xs)) / 2
-    first = stats.slope_ci([x for x in xs if x <= mid], [y for x, y in zip(xs, ys) if x <= mid])
-    second = stats.slope_ci([x for x in xs if x > mid], [y for x, y in zip(xs, ys) if x > mid])
-    if any(math.isnan(c) for c in (*first, *second)):
-        return (math.nan,) * 3
-    half = math.hypot((first[2] - first[1]) / 2, (second[2] - second[1]) / 2)
-    d = abs(second[0]) - abs(first[0])
-    return (d, d - half, d + half)
+    first, second = (stats.slope_ci(*half) for half in _halves(xs, ys))
+    return _gap(abs(second[0]) - abs(first[0]), first, second)
 
 
 def mean_diff(a, b, kind: str, sets: tuple[str, ...] | None = None) -> tuple[float, float, float] | None:
@@ -122,6 +119,14 @@ def mean_diff(a, b, kind: str, sets: tuple[str, ...] | None = None) -> tuple[flo
     if not keys:
         return None
     return stats.paired_diff_ci([va[x] for x in keys], [vb[x] for x in keys])
+
+
+def verdict(lo: float, hi: float) -> str:
+    """A claim that a difference is above 0: the words its interval allows."""
+    if math.isnan(lo):
+        return "inconclusive (too few points)"
+    return stats.verdict(lo, hi, better="supported", worse="contradicted").replace(
+        "not distinguishable at this scale", "inconclusive")
 
 
 def band_verdict(lo: float, hi: float, bound: float) -> str:

@@ -22,18 +22,20 @@ from typing import Callable
 import numpy as np
 
 from rlvr import stats
-from rlvr.report.claim_stats import (band, band_verdict, floor_verdict, halves_diff, late_slope_diff, mean_diff,
-                                     points, slope_diff, step_share_diff)
+from rlvr.report.claim_stats import (
+    band,
+    band_verdict,
+    floor_verdict,
+    halves_diff,
+    late_slope_diff,
+    mean_diff,
+    points,
+    slope_diff,
+    step_share_diff,
+    verdict,
+)
 from rlvr.report.format import markdown
 from rlvr.report.published import sourced
-
-
-def verdict(lo: float, hi: float) -> str:
-    if math.isnan(lo):
-        return "inconclusive (too few points)"
-    return stats.verdict(lo, hi, better="supported", worse="contradicted").replace(
-        "not distinguishable at this scale", "inconclusive")
-
 
 ONE_SEED = " (one seed)"  # the interval covers the problems, not the randomness of training
 

@@ -7,6 +7,7 @@ from collections import defaultdict
 import numpy as np
 
 from rlvr import stats
+from rlvr.report.claim_stats import verdict
 from rlvr.report.format import Cell, fmt, markdown
 from rlvr.report.load import DIVERSITY, MethodResults, per_problem
 from rlvr.runs import BASE
@@ -121,8 +122,7 @@ def ablation_order(results, ablations: dict[str, str], order: dict | None, k) ->
         if other != worst:
             cell = stats.paired_diff_ci(drop[worst], drop[other])
             rows.append([f"{worst} hurts more than {other}", f"avg@{k} drop (full - variant): {worst} - {other}",
-                         fmt(cell, signed=True), stats.verdict(cell[1], cell[2], "supported", "contradicted")
-                         .replace("not distinguishable at this scale", "inconclusive"), source])
+                         fmt(cell, signed=True), verdict(cell[1], cell[2]), source])
     return markdown(["claim", "statistic", "estimate [95% interval]", "verdict", "where the paper states it"], rows)
 
 
