@@ -95,3 +95,27 @@ def test_a_method_written_twice_is_refused(tmp_path):
     twice.write_text(text.replace("\nmethods:\n", "\nmethods:\n  grpo:\n    objective: dapo\n", 1))
     with pytest.raises(ConfigError, match=r"'grpo' is written twice in one mapping \(lines \d+ and \d+\)"):
         load_params(twice)
+
+
+@pytest.mark.parametrize("written, value", [("5e-05", 5e-05), ("1e-5", 1e-5), ("1.0e-5", 1e-5), ("3.0e-5", 3e-5),
+                                            ("1.e-5", 1e-5), ("-2E+3", -2000.0), ("1E3", 1000.0)])
+def test_numbers_read_as_dvc_writes_them(tmp_path, written, value):
+    """`dvc exp run -S train.lr=5e-5` writes `lr: 5e-05`, which YAML 1.1 reads as a string;
+    DVC (YAML 1.2) reads a float, and so must the stages."""
+    text = (REPO / "params.yaml").read_text()
+    lr = tmp_path / "params.yaml"
+    lr.write_text(text.replace("\n  lr: 3.0e-5", f"\n  lr: {written}", 1) if written[0] != "-" else
+                  text.replace("\n  weight_decay: 0.0", f"\n  weight_decay: {written}", 1))
+    if written[0] == "-":  # a negative weight decay: a float, so its range (not its type) refuses it
+        with pytest.raises(ConfigError, match=r"'train.weight_decay' must be >= 0"):
+            load_params(lr)
+        return
+    assert load_params(lr).methods["grpo"].train.lr == value
+
+
+@pytest.mark.parametrize("written", ["5e", "e5", "1e5x", "1.2.3"])
+def test_a_string_that_only_looks_numeric_stays_a_string(written):
+    from rlvr.settings.load import yaml_value
+
+    assert yaml_value(f"a: {written}")["a"] == written
+    assert yaml.safe_load("a: 1e-5")["a"] == "1e-5"  # yaml's own loader untouched

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from pathlib import Path
 
 import yaml
@@ -40,10 +41,17 @@ class DuplicateKey(yaml.YAMLError):
     pass
 
 
-class UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader that refuses a key written twice in one mapping:
-    yaml.safe_load keeps the last one silently, while DVC refuses the file,
-    so a duplicated method would train under one reader and not the other."""
+class ParamsLoader(yaml.SafeLoader):
+    """YAML's safe loader, read as DVC reads params (ruamel.yaml, YAML 1.2):
+
+    - numbers by YAML 1.2's rules too, so `5e-05` (what `dvc exp run -S
+      train.lr=5e-5` writes) and `1e-5` are floats, not the strings YAML 1.1
+      makes of a float without a dot;
+    - a key written twice in one mapping is refused: yaml.safe_load keeps the
+      last one silently, while DVC refuses the file, so a duplicated method
+      would train under one reader and not the other."""
+
+    yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 
     def construct_mapping(self, node, deep=False):
         seen = {}
@@ -56,6 +64,13 @@ class UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+# YAML 1.2's floats that YAML 1.1 reads as strings: an exponent without a dot (1e-5, 5e-05) or with a
+# bare dot (1.e-5). Added after 1.1's resolvers, so every 1.1 float and int still reads as before.
+ParamsLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
+
+
 def read_yaml(path: str | Path) -> dict:
     """A params file's mapping; a missing or malformed file, or a key written
     twice, is a ConfigError."""
@@ -63,11 +78,16 @@ def read_yaml(path: str | Path) -> dict:
     if not path.exists():
         raise ConfigError([f"file not found: {path} (run from the repository root)"], str(path))
     try:
-        return yaml.load(path.read_text(), Loader=UniqueKeyLoader) or {}
+        return yaml_value(path.read_text()) or {}
     except DuplicateKey as e:
         raise ConfigError([str(e)], str(path)) from e
     except yaml.YAMLError as e:
         raise ConfigError([f"not valid YAML: {e}"], str(path)) from e
+
+
+def yaml_value(text: str):
+    """`text` read as a params file reads (ParamsLoader): `5e-05` is a float."""
+    return yaml.load(text, Loader=ParamsLoader)
 
 
 def resolve_auto(raw: dict) -> dict:

@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from rlvr.schema import ConfigError
+from rlvr.settings.load import read_yaml, yaml_value
 
 # What a dry run changes: sizes, the device, and where data and model come from.
 SIZE = {
@@ -95,7 +96,7 @@ def with_sets(raw: dict, sets: list[str]) -> dict:
         node = raw
         for part in path:
             node = node.setdefault(part, {})
-        node[last] = yaml.safe_load(value)
+        node[last] = yaml_value(value)
     return raw
 
 
@@ -112,7 +113,7 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
     from rlvr.settings.methods import method_config, parse_recipe
     from rlvr.training.trainer import Trainer
 
-    recipe = yaml.safe_load(Path(recipe_path).read_text())
+    recipe = read_yaml(recipe_path)
     arch = architecture(recipe["model"]["source"])
     raw = with_sets(sized(recipe, tiny_model(arch, tokenizer_dir, work / "tiny"), work), list(sets))
     if vendor_dir:

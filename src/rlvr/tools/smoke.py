@@ -47,8 +47,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-import yaml
-
+from rlvr.settings.load import read_yaml
 from rlvr.tools.smoke_checks import Report, check_grader, check_rows, train_and_resume
 
 SMOKE = {"steps": 2, "eval_every": 1, "checkpoint_every": 1, "lr": 1e-4, "warmup_steps": 0}
@@ -108,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     from rlvr.training.launch import relaunch, under_launcher
 
     cuda = torch.cuda.is_available()
-    recipe = yaml.safe_load(args.recipe.read_text())
+    recipe = read_yaml(args.recipe)
     work = (args.work / args.recipe.stem).resolve()
     first = not under_launcher()  # the command itself, before any relaunch: it starts the log afresh
     if first:
