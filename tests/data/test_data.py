@@ -11,9 +11,9 @@ from rlvr.settings.prompt import PromptParams
 
 
 def test_generator_is_deterministic():
-    a = arithmetic.generate([1, 2, 3, 4, 5, 6], 60, 5, seed=7)
-    b = arithmetic.generate([1, 2, 3, 4, 5, 6], 60, 5, seed=7)
-    c = arithmetic.generate([1, 2, 3, 4, 5, 6], 60, 5, seed=8)
+    a = arithmetic.generate([1, 2, 3, 4, 5, 6, 7], 60, 5, seed=7)
+    b = arithmetic.generate([1, 2, 3, 4, 5, 6, 7], 60, 5, seed=7)
+    c = arithmetic.generate([1, 2, 3, 4, 5, 6, 7], 60, 5, seed=8)
     assert a == b
     assert a != c
 
@@ -30,7 +30,29 @@ def test_gold_answers_match_an_independent_evaluation(level):
 def test_levels_grow_in_steps():
     rng = random.Random(0)
     ops = {lv: arithmetic.make_problem(lv, rng)[0].count(" ") // 2 for lv in arithmetic.LEVELS}
-    assert ops[1] == 1 and ops[4] == 2 and ops[5] == 3 and ops[6] == 4
+    assert ops[1] == ops[2] == ops[3] == ops[4] == 1 and ops[5] == 2 and ops[6] == 3 and ops[7] == 4
+
+
+@pytest.mark.parametrize("level, space", [(1, 100), (2, 100), (4, 720)])
+def test_small_levels_list_their_distinct_problems(level, space):
+    rng = random.Random(level)
+    assert len({arithmetic.make_problem(level, rng)[0] for _ in range(40 * space)}) == arithmetic.SPACE[level] == space
+
+
+def test_three_splits_are_disjoint_and_small_levels_keep_training_problems():
+    """Levels 1 and 2 have 100 problems each: the test split takes at most half
+    (50 of the 100 asked), validation at most a quarter (25), training the rest."""
+    s = arithmetic.splits([1, 2, 3, 4], 400, 100, seed=3, n_validation_per_level=40)
+    test, val, train = ({r.problem for r in part} for part in (s.test, s.validation, s.train))
+    assert not test & val and not test & train and not val & train
+    per_level = lambda part, lv: sum(r.level == lv for r in part)  # noqa: E731
+    assert [per_level(s.test, lv) for lv in (1, 2, 3, 4)] == [50, 50, 100, 100]
+    assert [per_level(s.validation, lv) for lv in (1, 2, 3, 4)] == [25, 25, 40, 40]
+    assert len(s.test) == len(test) and len(s.validation) == len(val)  # distinct within each held-out split
+    assert {per_level(s.train, lv) for lv in (1, 2, 3, 4)} == {100}  # round-robin
+    assert len({r.problem for r in s.train if r.level == 1}) <= 25  # level 1's training problems repeat
+    assert arithmetic.splits([1, 2, 3, 4], 400, 100, seed=3, n_validation_per_level=40) == s
+    assert s.test == arithmetic.generate([1, 2, 3, 4], 400, 100, seed=3)[1]  # a validation split leaves the test as it was
 
 
 def test_held_out_split_is_disjoint_and_balanced():
@@ -43,10 +65,10 @@ def test_held_out_split_is_disjoint_and_balanced():
 
 def test_a_larger_test_split_keeps_the_training_questions():
     """Train draws from its own stream: growing the test split only removes the
-    newly held-out problems from it (levels 2-5 have thousands of problems;
-    level 1, one-digit addition, has 100, so it loses more)."""
-    small, _ = arithmetic.generate([2, 3, 4, 5], 400, 20, seed=1234)
-    large, _ = arithmetic.generate([2, 3, 4, 5], 400, 60, seed=1234)
+    newly held-out problems from it (levels 3-6 have hundreds to millions of problems;
+    levels 1 and 2 have 100 each, so they lose more)."""
+    small, _ = arithmetic.generate([3, 4, 5, 6], 400, 20, seed=1234)
+    large, _ = arithmetic.generate([3, 4, 5, 6], 400, 60, seed=1234)
     shared = {r.problem for r in small} & {r.problem for r in large}
     assert len(shared) >= 0.95 * len({r.problem for r in small})
 

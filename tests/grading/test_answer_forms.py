@@ -87,6 +87,8 @@ def test_restated_answers_do_not_vote_in_maj_at_k():
     ("3 + 9 = 22 = 3 * 9", "3 * 9"),  # the last "=" holds an expression
     (r"so \boxed{7} and then 4 = 4", "4"),  # whichever place comes last
     ("Answer: **8**", "8"),
+    ("**3 + 3 = 6**", "6"),  # markdown's bold around an equation (seen in the base model's responses)
+    ("2 + 3 = **5**.", "5"),
     ("The answer is \\boxed{9}.", "9"),
     ("7 + 1 =", None),
     ("no answer here", None),

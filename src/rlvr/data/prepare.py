@@ -31,25 +31,29 @@ def drop_long_prompts(records: list[Record], limit: int, tokenizer, prompt: Prom
 
 def hold_out(mixture: list[Record], size: int) -> tuple[list[Record], list[Record]]:
     """(training, validation): `size` problems drawn from the mixture with a
-    fixed seed, removed from it; the rest keep their order."""
+    fixed seed, and every copy of each (the same problem text) removed from
+    it, so a problem that repeats is not validated on while trained on; the
+    rest keep their order."""
     if size > len(mixture) // 2:
         raise ValueError(f"data.validation_size ({size}) would hold out over half of the training mixture "
                          f"({len(mixture)} problems): lower it")
     picked = set(random.Random(0).sample(range(len(mixture)), size))
-    return ([r for i, r in enumerate(mixture) if i not in picked],
+    held = {mixture[i].problem for i in picked}
+    return ([r for r in mixture if r.problem not in held],
             [r for i, r in enumerate(mixture) if i in picked])
 
 
 def prepare(p: DataParams, prompt: PromptParams | None = None, tokenizer=None) -> dict[str, int]:
     """Write train/train.jsonl (the RL training mixture), train/validation.jsonl
-    (held out of it, with data.validation_size), eval/arithmetic.jsonl
+    (held out of it: the arithmetic task's validation split and data.validation_size
+    problems of the mixture), eval/arithmetic.jsonl
     (held-out arithmetic) and eval/<name>.jsonl for each configured benchmark.
     With data.max_prompt_tokens, training problems whose prompt (`prompt`, the
     training prompt, through `tokenizer`) is longer are dropped first.
     Returns row counts."""
     a = p.arithmetic
-    arith_train, arith_test = arithmetic.generate(a.levels, a.n_train, a.n_test_per_level, a.seed)
-    counts = {"arithmetic": write_jsonl(p.eval_dir / "arithmetic.jsonl", arith_test)}
+    arith = arithmetic.splits(a.levels, a.n_train, a.n_test_per_level, a.seed, a.n_validation_per_level)
+    counts = {"arithmetic": write_jsonl(p.eval_dir / "arithmetic.jsonl", arith.test)}
     skipped: dict[str, list[int]] = {}
     for name in p.benchmarks:
         records = sources.load(name, p.source, p.vendor_dir, p.hub_mirror, p.skip_bad_rows,
@@ -58,7 +62,7 @@ def prepare(p: DataParams, prompt: PromptParams | None = None, tokenizer=None) -
     mixture: list[Record] = []
     for name in p.train_sets:
         if name == "arithmetic":
-            mixture += arith_train
+            mixture += arith.train
         elif name in HUB_TRAIN_SETS:
             mixture += sources.load_hub(name, p.hub_mirror, skipped.setdefault(name, []))
         else:
@@ -69,6 +73,7 @@ def prepare(p: DataParams, prompt: PromptParams | None = None, tokenizer=None) -
             raise ValueError("data.max_prompt_tokens is set: prepare() needs the training prompt and the tokenizer")
         mixture, counts["dropped_long_prompts"] = drop_long_prompts(mixture, p.max_prompt_tokens, tokenizer, prompt)
     mixture, validation = hold_out(mixture, p.validation_size)
+    validation = (arith.validation if "arithmetic" in p.train_sets else []) + validation
     counts["train"] = write_jsonl(p.train_dir / "train.jsonl", mixture)
     p.validation_file.unlink(missing_ok=True)
     if validation:

@@ -94,8 +94,8 @@ def _after_equals(text: str) -> tuple[int, str] | None:
     at = text.rfind("=")
     if at < 0:
         return None
-    rest = re.split(r"\.(?:\s|$)|\n|,\s", text[at + 1 :], maxsplit=1)[0].strip()
-    return (at, rest) if rest else None
+    rest = re.split(r"\.(?:\s|$)|\n|,\s", text[at + 1 :], maxsplit=1)[0].strip().strip("*").strip()
+    return (at, rest) if rest else None  # markdown's bold stripped, as after a marker ("**3 + 3 = 6**")
 
 
 def stated_answer(text: str) -> str | None:

@@ -23,10 +23,10 @@ def row_advantages(rewards: torch.Tensor, group_rows: torch.Tensor, scale: bool 
     g = group_rows.float()
     centered = rewards.float() - g.mean(dim=1)
     if scale:
-        std = g.std(dim=1)
-        # an all-equal group is 0 / 0: define it as 0 whatever eps is
-        centered = torch.where(std > 0, centered / (std + eps), torch.zeros_like(centered))
-    return centered
+        centered = centered / (g.std(dim=1) + eps)
+    # an all-equal group is 0 / 0: exactly 0 whatever eps is, also where the mean of equal
+    # rewards rounds (0.3 x 8 / 8 is not 0.3 in floating point)
+    return torch.where(g.amax(dim=1) > g.amin(dim=1), centered, torch.zeros_like(centered))
 
 
 def group_advantages(rewards: torch.Tensor, n: int, scale: bool = True, eps: float = 1e-6) -> torch.Tensor:

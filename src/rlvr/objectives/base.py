@@ -43,6 +43,12 @@ class Needs:
     # Clip-Cov's budget): how a mini-batch is cut into calls changes the loss. Otherwise the
     # calls of a mini-batch add up to its loss however it is cut.
     per_call: bool = False
+    # when a group whose rewards are all equal adds exactly zero gradient, so that its loss
+    # call may run without one (the update still measures it): "always" (the policy term
+    # alone: every advantage of the group is 0), "on_policy" (only while the policy still is
+    # pi_old: DisCO, whose discriminative term is 0 there and whose KL hinge is 0 at KL 0),
+    # "never" (another term reads every response: an entropy bonus, a KL to a reference)
+    silent_uniform_groups: str = "never"
 
 
 @dataclass

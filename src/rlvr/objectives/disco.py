@@ -51,7 +51,10 @@ class DiscoParams(ObjectiveParams):
     def needs(self) -> Needs:
         # the DRO/basic objective compares a question's responses; the constraint is the loss call's
         constrained = self.beta > 0 if self.constraint == "hinge" else self.kl_penalty_coef > 0
-        return Needs(whole_groups=True, per_call=constrained)
+        # a group with no positive or no negative has J_q = 0; the squared hinge is 0 with a zero gradient
+        # at KL 0 (pi = pi_old), a plain penalty's gradient is not
+        silent = "on_policy" if self.constraint == "hinge" or not constrained else "never"
+        return Needs(whole_groups=True, per_call=constrained, silent_uniform_groups=silent)
 
     def check(self, where: str, problems: list[str]) -> None:
         super().check(where, problems)

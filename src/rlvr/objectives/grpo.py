@@ -30,7 +30,8 @@ class GRPOParams(PolicyTermParams):
     ranges: ClassVar[dict[str, Range]] = {**PolicyTermParams.ranges, "kl_coef": AT_LEAST_0}
 
     def needs(self) -> Needs:
-        return Needs(reference_model=self.kl_coef > 0)
+        reference = self.kl_coef > 0  # a KL to the reference reads every response
+        return Needs(reference_model=reference, silent_uniform_groups="never" if reference else "always")
 
 
 @dataclass

@@ -17,7 +17,8 @@ CONTEXT = Range(2)  # a prompt token and a response token, at least
 CORE = {
     "seeds": AT_LEAST_0,
     "data.arithmetic.levels": AT_LEAST_1, "data.arithmetic.n_train": AT_LEAST_1,
-    "data.arithmetic.n_test_per_level": AT_LEAST_1, "data.arithmetic.seed": AT_LEAST_0,
+    "data.arithmetic.n_test_per_level": AT_LEAST_1,
+    "data.arithmetic.n_validation_per_level": AT_LEAST_0, "data.arithmetic.seed": AT_LEAST_0,
     "data.validation_size": AT_LEAST_0, "data.max_prompt_tokens": AT_LEAST_1,
     "launcher.procs_per_node": AT_LEAST_1, "launcher.nodes": AT_LEAST_1, "launcher.master_port": Range(1, 65535),
     "launcher.timeout_s": POSITIVE,

@@ -19,11 +19,18 @@ from rlvr.settings.train import TrainParams
 
 @dataclass
 class ArithmeticParams:
-    # difficulty levels to generate (1: one-digit sums ... 5: the hardest)
+    # difficulty levels to generate (1: one-digit sums, 2: one-digit products ... 7: the hardest)
     levels: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
     n_train: int = 2000  # training problems, over all levels
-    n_test_per_level: int = 20  # held-out test problems per level
+    n_test_per_level: int = 20  # held-out test problems per level (at most half of a small level's problems)
+    # problems per level held out of training and test, the validation set of train.eval_every (at most a
+    # quarter of a small level's problems); 0: none
+    n_validation_per_level: int = 0
     seed: int = 1234  # the generator's seed
+
+    def held_out(self, trained: bool) -> bool:
+        """Whether the arithmetic task gives validation problems (`trained`: it is in the training mixture)."""
+        return trained and self.n_validation_per_level > 0
 
 
 @dataclass
@@ -37,7 +44,9 @@ class DataParams:
     benchmarks: list[str] = field(default_factory=lambda: ["math500"])
     arithmetic: ArithmeticParams = field(default_factory=ArithmeticParams)
     hub_mirror: str | None = None  # online sets from local files in the hub's format: <dir>/<repo>/<split>.jsonl
-    validation_size: int = 0  # problems held out of the training mixture: the validation set of train.eval_every
+    # problems held out of the training mixture (every copy of each), the validation set of train.eval_every,
+    # besides the arithmetic task's own (data.arithmetic.n_validation_per_level)
+    validation_size: int = 0
     # Training prompts longer than this many tokens (after the chat template, as the model sees them) are
     # dropped, as verl's dataset does with data.max_prompt_length (null: none dropped)
     max_prompt_tokens: int | None = None
@@ -57,6 +66,11 @@ class DataParams:
     @property
     def eval_dir(self) -> Path:
         return Path(self.out_dir) / "eval"
+
+    @property
+    def validates(self) -> bool:
+        """Training has problems held out of it to validate on."""
+        return self.validation_size > 0 or self.arithmetic.held_out("arithmetic" in self.train_sets)
 
     @property
     def validation_file(self) -> Path:

@@ -79,9 +79,10 @@ def check_train(where: str, t: TrainParams, params: Params, problems: list[str])
     if t.max_response_tokens >= params.engine.max_model_len:
         problems.append(f"'train.max_response_tokens' ({t.max_response_tokens}) must be below "
                         f"'engine.max_model_len' ({params.engine.max_model_len}), which must hold the prompt too")
-    if t.eval_every and params.data.validation_size < 1:
+    if t.eval_every and not params.data.validates:
         problems.append(f"'train.eval_every' ({t.eval_every}) validates on problems held out of the training "
-                        "mixture: set data.validation_size (e.g. 128), or eval_every: 0")
+                        "mixture: set data.validation_size (e.g. 128) or, training on arithmetic, "
+                        "data.arithmetic.n_validation_per_level, or eval_every: 0")
     if t.overlong_buffer >= t.max_response_tokens:
         problems.append(f"'{where}.overlong_buffer' must be below train.max_response_tokens "
                         f"({t.max_response_tokens}), got {t.overlong_buffer}")

@@ -132,7 +132,8 @@ def run_identity(params, method, prompt, model_path: str, train_file: Path, worl
         path = params.data.validation_file
         if not path.exists():
             raise FileNotFoundError(f"{path} not found: train.eval_every validates on problems held out of the "
-                                    "training mixture; set data.validation_size and run dvc repro prepare_data")
+                                    "training mixture; set data.validation_size (or data.arithmetic.n_validation_per_level) "
+                                    "and run dvc repro prepare_data")
         parts.update({"validation data": file_md5(path),
                       "validation settings": dataclasses.asdict(params.validation)})
     return {name: settings_hash(value) for name, value in parts.items()}

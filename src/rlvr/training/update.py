@@ -254,20 +254,25 @@ class PolicyUpdate:
         on_policy = old_logp_of(rows[0]) is None  # pi_theta is still pi_old: measure it here
         if on_policy and not first_update:
             raise RuntimeError("old log-probs missing after an optimizer step")
-        out = evaluate_tokens(self.engine.module, packed, self.train.temperature,
-                              entropies=ENTROPIES if on_policy else self.needs.entropies,
-                              grad_entropies=self.needs.grad_entropies, topp=self.topp)
-        tokens = float(response_tokens(rows))
-        if on_policy:
-            meter.add(out, packed.response_mask, tokens)
-            keep_old_logp(rows, out["logp"])
-        batch = self.policy_batch(rows, packed, out, totals, anchor)
-        result = self.loss_fn(batch, self.objective)
+        silent = self.silent(rows, on_policy)
+        with torch.set_grad_enabled(not silent):
+            out = evaluate_tokens(self.engine.module, packed, self.train.temperature,
+                                  entropies=ENTROPIES if on_policy else self.needs.entropies,
+                                  grad_entropies=self.needs.grad_entropies, topp=self.topp)
+            tokens = float(response_tokens(rows))
+            if on_policy:
+                meter.add(out, packed.response_mask, tokens)
+                keep_old_logp(rows, out["logp"])
+            batch = self.policy_batch(rows, packed, out, totals, anchor)
+            result = self.loss_fn(batch, self.objective)
         metrics.totals["train_tokens"] += float(forward_tokens(rows))
         metrics.totals["train_padded_tokens"] += float(packed.input_ids.numel())
         metrics.totals["loss_calls"] += 1.0
+        metrics.totals["silent_calls"] += float(silent)
         skipped = 0
-        if bool(torch.isfinite(result.loss)):  # the one host sync of a loss call
+        if silent:  # its gradient is exactly 0: measured, not back-propagated
+            self._backward_zero()
+        elif bool(torch.isfinite(result.loss)):  # the one host sync of a loss call
             # DeepSpeed averages gradients over the ranks; the calls' shares add
             # up to the mini-batch's loss over all ranks, so undo the average.
             self.engine.backward(result.loss * self.ranks.world, scale_wrt_gas=False)
@@ -280,6 +285,17 @@ class PolicyUpdate:
         metrics.add("loss", result.loss.detach(), batch.share)  # the step's mean of mini-batch losses
         metrics.add_loss_call(result.metrics)
         return skipped
+
+    def silent(self, rows: list[Row], on_policy: bool) -> bool:
+        """Whether the call's gradient is exactly zero before it is computed: every
+        group in it has equal rewards and the objective declares such a group
+        silent (Needs.silent_uniform_groups), on this call. Its forward still runs,
+        without a graph, for pi_old's log-probs and the step's metrics. Not where
+        a call's scores are gathered over ranks: the ranks' calls must agree."""
+        mode = self.needs.silent_uniform_groups
+        if mode == "never" or (mode == "on_policy" and not on_policy) or self.plan.gathered:
+            return False
+        return all(min(g.rewards) == max(g.rewards) for g, _ in rows)
 
     def _backward_zero(self) -> None:
         """An exact zero gradient: the call still takes part in ZeRO's reduction."""
