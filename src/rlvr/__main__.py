@@ -14,6 +14,7 @@ TOOLS = {  # name: (module, what it does)
     "dryrun": ("rlvr.tools.dryrun", "a recipe's whole path on CPU with a tiny model and its real settings"),
     "memory": ("rlvr.tools.memory", "the per-GPU memory budget of a recipe (or of every recipe)"),
     "methods": ("rlvr.settings.methods", "a recipe's methods: objective and every non-default setting"),
+    "sweep": ("rlvr.tools.sweep", "the tuning sweep of params' sweep: section, as queued DVC experiments"),
     "ui": ("rlvr.tracking.ui", "MLflow's UI on the project's store, opened on the runs table"),
     "settings": ("rlvr.settings.reference", "print docs/settings.md: every setting, its type, default and meaning"),
     "doc-blocks": ("rlvr.tools.doc_blocks", "rewrite the docs' generated blocks from reports/"),

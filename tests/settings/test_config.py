@@ -157,6 +157,8 @@ def test_a_mini_batch_smaller_than_the_ranks_needs_response_shares(raw):
 def test_validation_needs_a_held_out_split_and_a_sane_profile(raw):
     bad = copy.deepcopy(raw)
     bad["train"]["eval_every"] = 5
+    bad["data"]["arithmetic"]["n_validation_per_level"] = 0
+    bad["sweep"]["grid"] = {}
     bad["validation"].update({"k": 0, "max_new_tokens": 10**6})
     with pytest.raises(ConfigError) as e:
         parse_recipe(bad)
@@ -164,8 +166,34 @@ def test_validation_needs_a_held_out_split_and_a_sane_profile(raw):
     assert "set data.validation_size" in text and "'validation.k' must be in [1, 1024]" in text
     bad = copy.deepcopy(raw)
     bad["train"]["eval_every"] = 5
+    bad["data"]["arithmetic"]["n_validation_per_level"] = 0
     bad["data"]["validation_size"] = 16
     assert parse_recipe(bad).data.validation_size == 16
+    bad["data"].update(validation_size=0, train_sets=["math_train"])  # arithmetic's own split only when trained on
+    bad["data"]["arithmetic"]["n_validation_per_level"] = 8
+    with pytest.raises(ConfigError, match="set data.validation_size"):
+        parse_recipe(bad)
+
+
+def test_a_sweep_gives_every_method_the_same_budget_of_valid_configurations(raw):
+    bad = copy.deepcopy(raw)
+    bad["sweep"]["grid"] = {"grpo": {"lr": [1e-5, 3e-5]}, "siren": {"entropy_coef": [0.01]},
+                            "disco_logl": {"delta": [-1.0, 1e-3]}, "dpo": {"lr": [1e-5]}}
+    with pytest.raises(ConfigError) as e:
+        parse_recipe(bad)
+    text = str(e.value)
+    assert "'sweep.grid' has unknown method 'dpo'" in text
+    assert "sweep.grid.disco_logl {'delta': -1.0}: 'methods.disco_logl.delta' must be >= 0" in text
+    assert "'sweep.grid' gives the methods different budgets ({'grpo': 2, 'siren': 1, 'disco_logl': 2, 'dpo': 1})" \
+        in text
+    from rlvr.tools.sweep import configurations
+
+    good = parse_recipe(raw)
+    configs = configurations(good)
+    per_method = {m: sum(c.method == m for c in configs) for m in good.sweep.grid}
+    assert len(set(per_method.values())) == 1 and set(per_method) == set(good.methods)
+    assert configs[0].command()[-1] == f"train@{configs[0].method}-{good.sweep.seed}"
+    assert f"methods.{configs[0].method}.eval_every={configs[0].steps}" in configs[0].command()
 
 
 def test_checkpoints_and_ablations_name_what_they_refer_to(raw):

@@ -54,7 +54,8 @@ def _configure_env(kv_cache_gib: float) -> None:
 
 
 def engine_kwargs(model_path: str, dtype: str, max_model_len: int, enforce_eager: bool, seed: int,
-                  gpu_memory_utilization: float, sleep_mode: bool, cuda: bool, world: int = 1) -> dict:
+                  gpu_memory_utilization: float, sleep_mode: bool, cuda: bool, world: int = 1,
+                  block_size: int | None = None) -> dict:
     """vLLM's `LLM(...)` arguments. On CUDA, and on CPU under a launcher of
     several ranks: the external launcher (the rank's device, the launcher's
     process group; RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
@@ -63,6 +64,8 @@ def engine_kwargs(model_path: str, dtype: str, max_model_len: int, enforce_eager
     it on other platforms: ModelConfig, "Sleep mode is not supported")."""
     kwargs = dict(model=str(model_path), dtype=dtype, max_model_len=max_model_len, enforce_eager=enforce_eager,
                   seed=seed)
+    if block_size is not None:  # vLLM's CPU attention takes multiples of 32
+        kwargs["block_size"] = block_size
     if cuda or world > 1:
         kwargs["distributed_executor_backend"] = "external_launcher"
     if cuda:
@@ -77,7 +80,7 @@ WAKE_WEIGHTS, WAKE_KV_CACHE = ["weights"], ["kv_cache"]
 class RolloutEngine:
     def __init__(self, model_path: str, dtype: str = "bfloat16", max_model_len: int = 1024,
                  enforce_eager: bool = True, seed: int = 0, kv_cache_gib: float = 2.0,
-                 gpu_memory_utilization: float = 0.5, sleep_mode: bool = False):
+                 gpu_memory_utilization: float = 0.5, sleep_mode: bool = False, block_size: int | None = None):
         _configure_env(kv_cache_gib)
         from vllm import LLM
 
@@ -91,7 +94,7 @@ class RolloutEngine:
             logging.getLogger("vllm.v1.worker.cpu_worker").setLevel(logging.ERROR)  # "not supported on CPU"
         world = int(os.environ.get("WORLD_SIZE", "1"))
         self.llm = LLM(**engine_kwargs(model_path, dtype, max_model_len, enforce_eager, seed, gpu_memory_utilization,
-                                       sleep_mode, cuda, world))
+                                       sleep_mode, cuda, world, block_size))
         self.tokenizer = self.llm.get_tokenizer()
         self.executor = type(self.llm.llm_engine.model_executor).__name__
         self.start_seconds = time.perf_counter() - t0
@@ -107,7 +110,7 @@ class RolloutEngine:
         return cls(model_path, dtype=dtype, max_model_len=max_model_len or engine.max_model_len,
                    enforce_eager=engine.enforce_eager,
                    seed=engine.seed if seed is None else seed, kv_cache_gib=engine.kv_cache_gib,
-                   gpu_memory_utilization=share, sleep_mode=sleep_mode)
+                   gpu_memory_utilization=share, sleep_mode=sleep_mode, block_size=engine.block_size)
 
     def sleep(self) -> None:
         """Give the engine's GPU memory back until the next weight push (the

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from rlvr.objectives.base import ObjectiveParams
 from rlvr.objectives.registry import objectives
 from rlvr.schema import ConfigError, build, unknown_name
 from rlvr.settings.call_plan import CallPlan
-from rlvr.settings.load import checked, core_params, read_yaml
+from rlvr.settings.load import checked, core_params, read_yaml, with_methods
 from rlvr.settings.sections import Params
 from rlvr.settings.train import TrainParams, check_rank_shares, check_token_budget
 
@@ -89,7 +90,48 @@ def recipe_params(raw: dict, problems: list[str]) -> Params | None:
     params = core_params(raw, problems)
     if params is not None:
         every_method(params, problems)
+        check_sweep(params, problems)
     return params
+
+
+def sweep_configurations(params: Params) -> dict[str, list[dict[str, float]]]:
+    """Each swept method's configurations: every combination of its grid's values, in order."""
+    return {name: [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+            for name, grid in params.sweep.grid.items()}
+
+
+def method_problems(params: Params, name: str, raw: dict) -> list[str]:
+    """The problems of method `name` written as `raw` (its entry) in `params`."""
+    try:
+        method_config(with_methods(params, {name: raw}), name)
+    except ConfigError as e:
+        return e.problems
+    return []
+
+
+def check_sweep(params: Params, problems: list[str]) -> None:
+    """sweep.grid: trained methods, settings they have, every configuration a valid method, the same
+    number of configurations for every method (one tuning budget), and problems to validate on."""
+    configurations = sweep_configurations(params)
+    for name, configs in configurations.items():
+        if name not in params.methods:
+            problems.append(unknown_name("sweep.grid", name, list(params.methods), what="method"))
+            continue
+        entry = params.methods[name]
+        raw = {**entry.settings, **{k: getattr(entry.train, k) for k in entry.overrides}}
+        own = set(method_problems(params, name, raw))  # reported with the method itself
+        for config in configs:
+            new = [p for p in method_problems(params, name, {**raw, **config}) if p not in own]
+            problems += [f"sweep.grid.{name} {config}: {p}" for p in new]
+            if new:
+                break
+    counts = {name: len(configs) for name, configs in configurations.items()}
+    if len(set(counts.values())) > 1:
+        problems.append(f"'sweep.grid' gives the methods different budgets ({counts}): give each the same "
+                        "number of configurations")
+    if configurations and not params.data.validates:
+        problems.append("'sweep.grid' scores each configuration on validation problems: set "
+                        "data.arithmetic.n_validation_per_level or data.validation_size")
 
 
 def check_with_objective(where: str, t: TrainParams, hp: ObjectiveParams, params: Params,

@@ -23,7 +23,7 @@ CORE = {
     "launcher.procs_per_node": AT_LEAST_1, "launcher.nodes": AT_LEAST_1, "launcher.master_port": Range(1, 65535),
     "launcher.timeout_s": POSITIVE,
     "engine.kv_cache_gib": POSITIVE, "engine.gpu_memory_utilization": OPEN_FRACTION, "engine.max_model_len": CONTEXT,
-    "engine.seed": AT_LEAST_0,
+    "engine.seed": AT_LEAST_0, "engine.block_size": AT_LEAST_1, "sweep.seed": AT_LEAST_0,
     "eval.k": SAMPLES, "eval.k_per_set": SAMPLES, "eval.temperature": AT_LEAST_0, "eval.top_p": FRACTION,
     "eval.max_new_tokens": AT_LEAST_1, "eval.limits": AT_LEAST_1, "eval.gpu_memory_utilization": OPEN_FRACTION,
     "eval.max_model_len": CONTEXT,

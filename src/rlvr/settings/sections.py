@@ -95,6 +95,9 @@ class EngineParams:
     max_model_len: int = 1024  # the longest sequence (prompt and response) the engine holds
     enforce_eager: bool = True  # no CUDA graphs (true on CPU; the GPU recipes set false)
     seed: int = 0  # the engine's sampling seed (each rank and run seed adds its own offset)
+    # tokens per KV-cache block, the grain of prefix caching (null: vLLM's own, 128 on CPU, 16 on GPU): a
+    # group's n samples and prompts sharing a system turn reuse a cached prefix of whole blocks only
+    block_size: int | None = None
 
 
 @dataclass
@@ -176,6 +179,16 @@ class ReportParams:
 
 
 @dataclass
+class SweepParams:
+    """The tuning protocol (`rlvr sweep`): each method of `grid` trains every combination of its
+    values, with `seed`, as a queued DVC experiment of its train stage, scored on the validation
+    problems at its last step; every method gets the same number of configurations."""
+
+    seed: int = 0  # the seed each configuration trains with
+    grid: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # {method: {setting: [values]}}
+
+
+@dataclass
 class MethodEntry:
     """`methods.<name>:`: its training settings (`train:` with the entry's
     overrides, checked) and its objective, whose own settings stay a mapping
@@ -203,6 +216,7 @@ class Params:
     train: TrainParams = field(default_factory=TrainParams)  # every method's defaults; a method's own: methods[name].train
     methods: dict[str, MethodEntry] = field(default_factory=dict)  # the train matrix's methods, in order
     report: ReportParams = field(default_factory=ReportParams)
+    sweep: SweepParams = field(default_factory=SweepParams)
     checkpoints: dict[str, str] = field(default_factory=dict)  # released models evaluated as rows: {name: hub id or directory}
     # a released model evaluated with its own eval: settings ({source, eval} entries: the paper's 32k rows)
     checkpoint_eval: dict[str, EvalParams] = field(default_factory=dict)

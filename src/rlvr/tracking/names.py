@@ -12,6 +12,7 @@ ROW_TAG = {"table": "model"}  # the runs the table shows: one per trained method
 # (names without '/': the evaluation's headline) and "System metrics" last.
 KEY_CURVES = ("reward_mean", "accuracy", "entropy", "response_length", "kl", "loss")
 HEADLINE_KINDS = ("avg", "maj", "pass")
+OVER_RUN = " over the run"  # a key curve's mean over every step, logged once a training ends (the runs table)
 
 
 def step_metric_key(column: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from rlvr.tracking.names import EXPERIMENT_KIND, HEADLINE_KINDS, ROW_TAG, headline_name
+from rlvr.tracking.names import EXPERIMENT_KIND, HEADLINE_KINDS, OVER_RUN, ROW_TAG, headline_name
 
 RUNS_VIEW = "runs"  # the shared view the runs-table URL opens (experiment tag mlflow.sharedViewState.<this>)
 
@@ -21,7 +21,8 @@ def runs_view(k: int, set_ks: dict[str, int] | None = None) -> dict:
     without a filter."""
     key, value = next(iter(ROW_TAG.items()))
     per_set = [f"metrics.`{headline_name(name, 'avg', k_set)}`" for name, k_set in (set_ks or {}).items()]
-    columns = ["tags.`model`", "params.`seed`", "metrics.`train/reward_mean`", "metrics.`train/accuracy`", *per_set,
+    columns = ["tags.`model`", "params.`seed`", f"metrics.`train/reward_mean{OVER_RUN}`",
+               f"metrics.`train/accuracy{OVER_RUN}`", *per_set,
                *(f"metrics.`{headline_name('mean', kind, k)}`" for kind in HEADLINE_KINDS), "tags.`dvc_exp`"]
     return {"searchFilter": f"tags.{key} = '{value}'", "orderByKey": "tags.`model`", "orderByAsc": True,
             "selectedColumns": columns, "columnOrder": columns}

@@ -13,7 +13,7 @@ from rlvr.runs import Run, run_color
 from rlvr.settings.methods import MethodConfig
 from rlvr.settings.sections import Params
 from rlvr.stopping import EXIT_CONFIG, EXIT_STOPPED, TrainingAborted, TrainingFailed, TrainingStopped
-from rlvr.tracking.names import ROW_TAG
+from rlvr.tracking.names import KEY_CURVES, OVER_RUN, ROW_TAG, step_metric_key
 from rlvr.tracking.provenance import dataset_input
 from rlvr.tracking.tracker import NullTracker, Tracker
 from rlvr.training.checkpoint import CheckpointWriteFailed, StaleCheckpoint
@@ -38,6 +38,9 @@ def run_training(params: Params, method: MethodConfig, run: Run, init_model: str
     try:
         with tracker:  # started by the trainer once it knows the checkpoint it resumes
             trainer.train()
+            if ranks.main:  # the runs table's training columns: a step of B questions is too noisy to read alone
+                tracker.log_metrics({f"{step_metric_key(k)}{OVER_RUN}": v
+                                     for k, v in run_means(trainer.outputs.history()).items() if k in KEY_CURVES})
             tracker.log_artifact(trainer.steps_file)
             tracker.log_model(run.model_dir, name=run.name.replace("/", "-"))
     except (StaleCheckpoint, RunLocked) as e:
@@ -54,13 +57,20 @@ def run_training(params: Params, method: MethodConfig, run: Run, init_model: str
     return {k: round(last[k], 3) for k in ("reward_mean", "entropy", "kl", "time_total") if k in last}
 
 
+def run_means(rows: list[dict]) -> dict[str, float]:
+    """Each metric's mean over the run's steps (those that logged it)."""
+    keys = dict.fromkeys(k for r in rows for k in r if k != "step")
+    return {k: float(sum(r[k] for r in rows if k in r) / sum(k in r for r in rows)) for k in keys}
+
+
 def write_summary(path, rows: list[dict], steps: int) -> None:
-    """The run's first and last recorded steps (resumed invocations included);
-    a finished training with no step recorded is an error, never an empty summary."""
+    """The run's first and last recorded steps (resumed invocations included) and
+    every metric's mean over its steps; a finished training with no step recorded
+    is an error, never an empty summary."""
     if not rows:
         raise RuntimeError(f"the step log beside {path} has no step although training finished; "
                            "delete the run's checkpoint (runs/) and rerun the stage")
-    write_json(path, {"steps": steps, "final": rows[-1], "first": rows[0]})
+    write_json(path, {"steps": steps, "final": rows[-1], "first": rows[0], "mean": run_means(rows)})
 
 
 def stop_stage(error: BaseException, status: int) -> None:

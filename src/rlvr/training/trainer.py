@@ -26,6 +26,7 @@ import signal
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
@@ -38,6 +39,7 @@ from rlvr.run_files import Snapshots, StepLog
 from rlvr.schema import settings_hash
 from rlvr.settings.methods import MethodConfig
 from rlvr.settings.sections import Params
+from rlvr.stats import mean_ci
 from rlvr.stopping import StopRequest, TrainingFailed, TrainingStopped
 from rlvr.tracking.tracker import NullTracker
 from rlvr.training import checkpoint
@@ -283,10 +285,13 @@ class Trainer:
 
             self.validator = Evaluator.validation(self.params, self.model_path, self.rollout_engine, self.prompt)
         t0 = time.perf_counter()
-        metrics, _, _ = self.validator.evaluate(f"validate step {step}")
+        metrics, _, problems = self.validator.evaluate(f"validate step {step}")
         mean = metrics.get("mean", {})
         score = distributed.all_sum([mean.get("avg@k", 0.0) if self.ranks.main else 0.0])[0]  # rank 0's
         row.update({f"val_{m}": mean[m] for m in ("avg@k", "pass@k", "maj@k") if m in mean})
+        if problems:  # rank 0: the 95% interval of avg@k over the validation problems (the sweep's table reads it)
+            _, row["val_avg@k_low"], row["val_avg@k_high"] = mean_ci([np.array([p["correct"] / p["k"]
+                                                                               for p in problems])])
         row["time_validation"] = time.perf_counter() - t0
         if self.best is not None and score <= self.best["score"]:
             return False
