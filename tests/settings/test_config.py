@@ -193,7 +193,7 @@ def test_a_sweep_gives_every_method_the_same_budget_of_valid_configurations(raw)
     per_method = {m: sum(c.method == m for c in configs) for m in good.sweep.grid}
     assert len(set(per_method.values())) == 1 and set(per_method) == set(good.methods)
     assert configs[0].command()[-1] == f"train@{configs[0].method}-{good.sweep.seed}"
-    assert f"methods.{configs[0].method}.eval_every={configs[0].steps}" in configs[0].command()
+    assert f"++methods.{configs[0].method}.eval_every={configs[0].steps}" in configs[0].command()
 
 
 def test_checkpoints_and_ablations_name_what_they_refer_to(raw):

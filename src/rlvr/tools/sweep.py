@@ -47,8 +47,9 @@ class Configuration:
         return "-".join([PREFIX, self.method, *(f"{k}{v:g}" for k, v in self.values.items())])
 
     def command(self) -> list[str]:
-        sets = [f"methods.{self.method}.{k}={v!r}" for k, v in self.values.items()]
-        sets.append(f"methods.{self.method}.eval_every={self.steps}")
+        # `++`: set the key, or add it where the entry inherits it from `train:` (DVC's Hydra overrides)
+        sets = [f"++methods.{self.method}.{k}={v!r}" for k, v in self.values.items()]
+        sets.append(f"++methods.{self.method}.eval_every={self.steps}")
         return ["dvc", "exp", "run", "--queue", "-n", self.name, *(a for s in sets for a in ("-S", s)),
                 f"train@{self.method}-{self.seed}"]
 
