@@ -4,6 +4,7 @@ from pathlib import Path
 
 from rlvr.cli import stage_timer
 from rlvr.report import build_report
+from rlvr.report.scale import RunScale
 from rlvr.runs import all_runs
 from rlvr.settings.load import params_or_exit
 from rlvr.tracking.tracker import Tracker
@@ -15,7 +16,7 @@ if __name__ == "__main__":
     with stage_timer("report") as summary:
         out = build_report(all_runs(params), Path("."), Path("reports"),
                            Path(params.data.vendor_dir) / "paper_results.yaml", profile, objectives,
-                           params.report.ablations)
+                           params.report.ablations, RunScale.of(params))
         with Tracker.for_stage(params, "report", model="report", system_metrics=False,
                                logged={"methods": list(objectives), "seeds": params.seeds,
                                        "paper_profile": profile}) as tracker:

@@ -67,3 +67,12 @@ def test_welch_interval_of_seed_means():
     assert d == pytest.approx(1.0) and hi - d == pytest.approx(2.7764 * (2 / 3) ** 0.5, abs=1e-3)
     assert welch_diff_ci([0.5, 0.5], [0.25, 0.25]) == (0.25, 0.25, 0.25)  # no spread at all: a point
     assert all(math.isnan(v) for v in welch_diff_ci([1.0], [0.0, 1.0]))  # one seed: no interval
+
+
+def test_t_interval_of_the_mean_over_seeds():
+    """Three seeds 0.2, 0.3, 0.4: mean 0.3, sd 0.1, se 0.1 / sqrt(3); t(0.975, 2) = 4.303."""
+    est, lo, hi = stats.t_mean_ci([0.2, 0.3, 0.4])
+    half = 4.302653 * 0.1 / 3 ** 0.5
+    assert est == pytest.approx(0.3) and lo == pytest.approx(0.3 - half, abs=1e-6) and hi == pytest.approx(0.3 + half, abs=1e-6)
+    assert stats.t_mean_ci([0.5, 0.5]) == (0.5, 0.5, 0.5)  # no spread: no width
+    assert all(math.isnan(x) for x in stats.t_mean_ci([0.5]))  # one seed: no interval

@@ -74,6 +74,21 @@ def slope_ci(xs: list[float], ys: list[float], level: float = LEVEL) -> tuple[fl
     return float(fit.slope), float(fit.slope - t * fit.stderr), float(fit.slope + t * fit.stderr)
 
 
+def t_mean_ci(values: list[float], level: float = LEVEL) -> tuple[float, float, float]:
+    """The mean of a small sample (each seed's score) with its t interval: where the
+    mean over seeds lies, given the spread between them ((nan,)*3 under 2 values)."""
+    v = np.asarray(values, float)
+    if len(v) < 2:
+        return (math.nan, math.nan, math.nan)
+    m, se = float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v)))
+    if se == 0:
+        return (m, m, m)
+    from scipy import stats as st
+
+    t = float(st.t.ppf((1 + level) / 2, len(v) - 1))
+    return m, m - t * se, m + t * se
+
+
 def welch_diff_ci(a: list[float], b: list[float], level: float = LEVEL) -> tuple[float, float, float]:
     """mean(a) - mean(b) of two small samples (e.g. each seed's score) with Welch's t
     interval: what seed-to-seed variation allows ((nan,)*3 under 2 values each)."""

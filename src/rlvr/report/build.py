@@ -13,12 +13,14 @@ from rlvr.atomic import write_json, write_text
 from rlvr.report import sections as tables
 from rlvr.report.audit import audit, audit_section, flag_note
 from rlvr.report.checkpoints import checkpoint_section
-from rlvr.report.claims import all_claim_rows, claims_summary, claims_table
+from rlvr.report.claims import all_claim_rows, claimed_papers, claims_summary, claims_table
 from rlvr.report.figure_set import figure_md, figures
 from rlvr.report.figures import scores_figure
 from rlvr.report.format import csv_cell, html, slug
 from rlvr.report.load import KINDS, MethodResults, load_results
 from rlvr.report.published import check_profile, paper_notes, paper_rows
+from rlvr.report.scale import RunScale, scale_section
+from rlvr.report.seeds import seeds_lead, seeds_section
 from rlvr.runs import BASE, COLOR_NAMES, Run, method_colors
 
 
@@ -36,6 +38,7 @@ class Report:
     lead_figures: list = field(default_factory=list)  # figures shown in the summary, not again at the end
     agreement: dict | None = None  # the grader_agreement stage's counts (the appendix)
     ablations: dict = field(default_factory=dict)  # variant -> the full method it ablates (report.ablations)
+    scale: RunScale | None = None  # what the runs trained (the claims' verdicts name it); None: the papers'
     _score_tables: dict = field(default_factory=dict)
 
     @property
@@ -67,7 +70,7 @@ class Report:
 
     def claim_rows(self) -> list[list[str]]:
         return all_claim_rows(self.results, self.objectives, self.k, self.paper.get(self.profile) or {},
-                              variants=self.ablations)
+                              variants=self.ablations, scale=self.scale)
 
 
 # ---- sections: each returns its markdown sections (none when it has nothing to show) ----
@@ -112,7 +115,7 @@ def verdict(r: Report) -> str:
                 f"the top two, {top}, differ by less than their paired 95% interval.")
     d, lo, hi = tables.paired(r.results[first], r.results[second], "avg", None, r.results[first].mean_sets)
     lead = f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}] over the runner-up {second}, paired over problems"
-    over_seeds = tables.seeds_lead(r.results[first], r.results[second], "avg")
+    over_seeds = seeds_lead(r.results[first], r.results[second], "avg")
     if over_seeds is None:
         return (f"**{first} scores highest here, on one seed**: mean avg@{r.k} over the sets ({sets}) "
                 f"{rows[first][-1][0]:.3f}, {lead}. One seed cannot name a best method: that interval covers the "
@@ -178,7 +181,7 @@ def diversity(r: Report) -> list[str]:
 
 
 def seeds(r: Report) -> list[str]:
-    md = tables.seeds_section(r.results, "avg")
+    md = seeds_section(r.results, "avg")
     return [f"## Seeds: avg@{r.k} of each seed, and the spread between seeds\n\n{md}"] if md else []
 
 
@@ -203,8 +206,12 @@ def graders(r: Report) -> list[str]:
 
 
 def claims(r: Report) -> list[str]:
-    md = claims_table(r.claim_rows())
-    return [f"## The papers' claims, checked on this run's data\n\n{md}"] if md else []
+    rows = r.claim_rows()
+    md = claims_table(rows)
+    if not md:
+        return []
+    lead = f"{scale_section(r.scale, claimed_papers(rows))}\n\n" if r.scale else ""
+    return [f"## The papers' claims, checked on this run's data\n\n{lead}{md}"]
 
 
 LEAD = (summary, claims)  # the answer, before the contents
@@ -223,7 +230,7 @@ def contents(parts: list[str]) -> str:
 
 def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | None = None,
                  profile: str | None = None, objectives: dict[str, str] | None = None,
-                 ablations: dict[str, str] | None = None) -> dict:
+                 ablations: dict[str, str] | None = None, scale: RunScale | None = None) -> dict:
     """Write every output; `objectives` maps method -> objective (for the claims),
     `ablations` an ablated variant -> its full method (the ablation table)."""
     paper = yaml.safe_load(paper_path.read_text()) if paper_path and paper_path.exists() else {}
@@ -236,7 +243,7 @@ def build_report(runs: list[Run], root: Path, out_dir: Path, paper_path: Path | 
         m.mean_sets = tables.mean_sets(results)
     agreement = json.loads((out_dir / AGREEMENT).read_text()) if (out_dir / AGREEMENT).exists() else None
     report = Report(results, paper, profile, objectives or {}, fig_dir=out_dir / "figures", agreement=agreement,
-                    ablations=ablations or {})
+                    ablations=ablations or {}, scale=scale)
     lead = [md for section in LEAD for md in section(report)]
     detail = [md for section in SECTIONS for md in section(report)]
     made = figures(report)

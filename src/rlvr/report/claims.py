@@ -36,6 +36,7 @@ from rlvr.report.claim_stats import (
 )
 from rlvr.report.format import markdown
 from rlvr.report.published import sourced
+from rlvr.report.scale import PaperScale, RunScale, paper_of, scaled_verdict
 
 ONE_SEED = " (one seed)"  # the interval covers the problems, not the randomness of training
 
@@ -229,7 +230,9 @@ def published_cell(size: float | None, lo: float, hi: float) -> str:
 
 
 def claim_rows(claim: Claim, results: dict, objectives: dict[str, str], k, entry: dict,
-               variants: frozenset = frozenset()) -> list[list[str]]:
+               variants: frozenset = frozenset(), scale: RunScale | None = None) -> list[list[str]]:
+    """The claim's rows; `scale` (None: the run is taken to be at the paper's) words each
+    verdict for a run far from the paper's scale (rlvr.report.scale)."""
     rows = []
     mains = [n for n in results if objectives.get(n) == claim.objective and n not in variants
              and not results[n].external and (not claim.methods or n in claim.methods)]
@@ -251,10 +254,12 @@ def claim_rows(claim: Claim, results: dict, objectives: dict[str, str], k, entry
                 est, lo, hi, bound = cell
                 words["band"] = f"{bound:.3g}"
                 judge = band_verdict if claim.kind == "band" else floor_verdict
-                verdict_text = judge(lo, hi, bound) + _seed_note(*trained)
+                said = judge(lo, hi, bound)
             else:
                 est, lo, hi = cell
-                verdict_text = verdict(lo, hi) + _seed_note(*trained)
+                said = verdict(lo, hi)
+            at_scale = scale is None or scale.at(paper_of(claim.source), name)
+            verdict_text = scaled_verdict(said, at_scale) + _seed_note(*trained)
             estimate = f"{est:+.4g} [{lo:+.4g}, {hi:+.4g}]"
             rows.append([claim.text.format(**words), claim.statistic.format(**words), estimate,
                          published_cell(claim.published(entry, name, ref), lo, hi), verdict_text,
@@ -263,13 +268,18 @@ def claim_rows(claim: Claim, results: dict, objectives: dict[str, str], k, entry
 
 
 def all_claim_rows(results: dict, objectives: dict[str, str], k, entry: dict | None = None,
-                   variants=()) -> list[list[str]]:
+                   variants=(), scale: RunScale | None = None) -> list[list[str]]:
     """[claim, statistic, estimate [interval], published size, verdict, source] for every
     claim that applies to a recipe's main methods (`variants`: its ablation
     variants, report.ablations, which no claim is about); `entry` is the paper
     profile's published numbers."""
     return [row for claim in CLAIMS
-            for row in claim_rows(claim, results, objectives, k, entry or {}, frozenset(variants))]
+            for row in claim_rows(claim, results, objectives, k, entry or {}, frozenset(variants), scale)]
+
+
+def claimed_papers(rows: list[list[str]]) -> list[PaperScale]:
+    """The papers whose claims the rows check, in order."""
+    return list({paper_of(row[5]).name: paper_of(row[5]) for row in rows}.values())
 
 
 def claims_summary(rows: list[list[str]]) -> str:

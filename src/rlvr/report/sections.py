@@ -147,35 +147,6 @@ def diversity_section(results, k) -> str | None:
     return markdown(["method", f"distinct answers among {k} samples", "perplexity of the samples"], body)
 
 
-def seed_means(m: MethodResults, kind: str) -> list[float]:
-    """Each seed's mean over the sets."""
-    return [float(np.mean([per_problem(p, kind)[b].mean() for b in m.benchmarks])) for p in m.problems]
-
-
-def seeds_lead(a: MethodResults, b: MethodResults, kind: str) -> tuple[float, float, float] | None:
-    """a - b over the seeds' means (Welch), where the spread between seeds is measured:
-    each trained one of the two has two seeds or more (an untrained model, the base,
-    has no training randomness: its one value stands for every seed). None: it is not."""
-    if any(m.name != BASE and len(m.seeds) < 2 for m in (a, b)):
-        return None
-    ma, mb = seed_means(a, kind), seed_means(b, kind)
-    return stats.welch_diff_ci(ma if len(ma) > 1 else ma * 2, mb if len(mb) > 1 else mb * 2)
-
-
-def seeds_section(results, kind: str) -> str | None:
-    """Each seed's mean score, and the spread between seeds."""
-    trained = {n: m for n, m in results.items() if n != BASE and len(m.seeds) > 1}
-    if not trained:
-        return None
-    body = []
-    for name, m in trained.items():
-        means = seed_means(m, kind)
-        sd = float(np.std(means, ddof=1))
-        body.append([name, ", ".join(f"s{s}: {v:.3f}" for s, v in zip(m.seeds, means)),
-                     f"{np.mean(means):.3f}", f"{sd:.3f}", f"{np.ptp(means):.3f}"])
-    return markdown(["method", f"mean {kind}@k per seed", "mean", "sd between seeds", "range"], body)
-
-
 def level_section(results, k: int) -> tuple[str, dict[str, dict[str, float]]] | None:
     """Arithmetic accuracy per difficulty level (mean over seeds), and each method's gain over base."""
     levels = defaultdict(dict)

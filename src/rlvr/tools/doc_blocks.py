@@ -36,17 +36,25 @@ def markdown_table(text: str, heading: str) -> list[dict[str, str]]:
 
 
 def readme_results() -> str:
-    """The default's headline: each method's arithmetic avg@k with its interval,
-    paired against the base model and against grpo (reports/results.md)."""
+    """The default's headline on arithmetic (reports/results.md): each method's mean
+    avg@k over its seeds with the t interval over seeds and the seeds' spread, and its
+    paired difference over problems (seed-averaged) against the base model and grpo."""
     text = (ROOT / "reports" / "results.md").read_text()
     k = re.search(r"## Main table: avg@(\d+)", text).group(1)
     main = markdown_table(text, "Main table")
+    seeds = {r["method"]: r for r in (markdown_table(text, "Seeds on arithmetic") if "### Seeds on arithmetic" in text
+                                      else [])}
     vs_base = {r["method"]: r["arithmetic"] for r in markdown_table(text, f"avg@{k}: paired difference against base")}
     vs_grpo = {r["method"]: r["arithmetic"] for r in markdown_table(text, f"avg@{k}: paired difference against grpo")}
-    out = [f"| method | arithmetic avg@{k} | paired vs base | paired vs grpo |", "|---|---|---|---|"]
+    out = [f"| method | arithmetic avg@{k}, mean over seeds [95% over seeds] | per seed (sd) | paired vs base "
+           "[95% over problems] | paired vs grpo [95% over problems] |", "|---|---|---|---|---|"]
     for row in main:
         m = row["method"]
-        out.append(f"| {m} | {row['arithmetic'].strip('*')} | {vs_base.get(m, '')} | {vs_grpo.get(m, '')} |")
+        seed = seeds.get(m)
+        mean = seed["mean over seeds [95% t interval over seeds]"] if seed else row["arithmetic"].strip("*")
+        spread = f"{seed[f'avg@k per seed']} ({seed['sd between seeds']})" if seed else "untrained" if m == "base" \
+            else "one seed"
+        out.append(f"| {m} | {mean} | {spread} | {vs_base.get(m, '')} | {vs_grpo.get(m, '')} |")
     return "\n".join(out)
 
 

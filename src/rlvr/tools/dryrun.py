@@ -163,13 +163,14 @@ def report_tables(params, methods: list[str], work: Path, paper_path: Path) -> d
     from rlvr.report.checkpoints import checkpoint_section
     from rlvr.report.claims import all_claim_rows, claims_table
     from rlvr.report.load import load_results
+    from rlvr.report.scale import RunScale
     from rlvr.runs import Run
 
     runs = [Run(name, 0) for name in methods] + [Run(name, external=True) for name in params.checkpoints]
     results = load_results(work, runs)
     entry = (yaml.safe_load(paper_path.read_text()) or {}).get(params.report.paper_profile) or {}
     objectives = {name: m.objective for name, m in params.methods.items()}
-    rows = all_claim_rows(results, objectives, params.eval.k, entry, params.report.ablations)
+    rows = all_claim_rows(results, objectives, params.eval.k, entry, params.report.ablations, RunScale.of(params))
     return {"checkpoint_selection": checkpoint_section(results, params.eval.k), "claims": claims_table(rows)}
 
 
