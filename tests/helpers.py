@@ -103,10 +103,12 @@ ALL_METHODS = objectives_as_methods()
 def tiny_params(tmp_path: Path, methods=None):
     raw = yaml.safe_load((REPO / "params.yaml").read_text())
     raw["data"].update({"out_dir": str(tmp_path / "data"), "vendor_dir": str(REPO / "data/vendor")})
-    raw["data"]["arithmetic"].update({"levels": [1, 2], "n_train": 40, "n_test_per_level": 2})
+    raw["data"]["arithmetic"].update({"levels": [1, 2], "n_train": 40, "n_test_per_level": 2,
+                                       "n_validation_per_level": 0})
     raw["engine"].update({"kv_cache_gib": 1, "max_model_len": 512})
     raw["train"].update(TINY_TRAIN)
     raw["methods"] = methods or ALL_METHODS
+    raw.pop("sweep", None)  # the default's sweep names its methods
     return raw
 
 

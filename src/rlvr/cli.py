@@ -26,11 +26,32 @@ def exit_on_config_error():
 
 def restore_hint() -> None:
     """Under `dvc repro`, DVC removed the failed stage's earlier outputs before
-    running it: say how to get them back."""
+    running it: say how to get each back (the cached ones from DVC's cache, the
+    uncached ones, git-tracked, from git)."""
     stage = os.environ.get("DVC_STAGE")
-    if stage:
-        print(f"note: DVC removed {stage}'s earlier outputs before running it; `dvc checkout --force {stage}` "
-              "restores them from the cache", file=sys.stderr, flush=True)
+    if not stage:
+        return
+    cached, uncached = removed_outputs(stage)
+    ways = [f"`dvc checkout --force {stage}` restores {', '.join(cached) or 'them'} from the cache"] \
+        if cached or not uncached else []
+    if uncached:
+        ways.append(f"{', '.join(uncached)} (cache: false) {'is' if len(uncached) == 1 else 'are'} not in the cache: "
+                    f"`git checkout -- {' '.join(uncached)}` brings back the committed version")
+    print(f"note: DVC removed {stage}'s earlier outputs before running it; " + "; ".join(ways), file=sys.stderr,
+          flush=True)
+
+
+def removed_outputs(stage: str) -> tuple[list[str], list[str]]:
+    """(cached, uncached) outputs of `stage` that DVC removes before running it (persistent ones
+    it keeps); ([], []) where DVC cannot say."""
+    try:
+        from dvc.repo import Repo
+
+        with Repo(os.environ.get("DVC_ROOT", ".")) as repo:
+            outs = [o for s in repo.stage.collect(stage) for o in s.outs if not o.persist]
+    except Exception:  # noqa: BLE001  only the hint's detail is lost
+        return [], []
+    return [o.def_path for o in outs if o.use_cache], [o.def_path for o in outs if not o.use_cache]
 
 
 @contextmanager

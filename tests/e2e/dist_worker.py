@@ -57,7 +57,8 @@ def cut_anywhere(method: dict) -> bool:
 def params_for(root: Path, repo: Path, world: int):
     raw = yaml.safe_load((repo / "params.yaml").read_text())
     raw["data"].update({"out_dir": str(root / "data"), "vendor_dir": str(repo / "data/vendor")})
-    raw["data"]["arithmetic"].update({"levels": [1, 2], "n_train": 40, "n_test_per_level": 2})
+    raw["data"]["arithmetic"].update({"levels": [1, 2], "n_train": 40, "n_test_per_level": 2,
+                                       "n_validation_per_level": 0})
     raw["engine"].update({"kv_cache_gib": 1, "max_model_len": 40})  # validation's longest sequence (the budget's floor)
     raw["launcher"].update({"kind": "deepspeed" if world > 1 else "python", "procs_per_node": world})
     raw["train"].update({"steps": 1, "questions_per_step": B, "responses_per_question": N,

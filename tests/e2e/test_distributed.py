@@ -86,12 +86,14 @@ def _spawned_pids(log: str) -> list[int]:
 def test_a_killed_rank_ends_the_job_and_the_rerun_resumes(tmp_path, tiny_model):
     root = copy_repo(tmp_path / "repo")
     raw = yaml.safe_load((root / "params.yaml").read_text())
-    raw["data"]["arithmetic"].update({"levels": [1, 2], "n_train": 40, "n_test_per_level": 2})
+    raw["data"]["arithmetic"].update({"levels": [1, 2], "n_train": 40, "n_test_per_level": 2,
+                                       "n_validation_per_level": 0})
     raw["engine"].update({"kv_cache_gib": 1, "max_model_len": 512})
     raw["launcher"].update({"kind": "deepspeed", "procs_per_node": 2, "master_port": 29614, "timeout_s": 60})
     raw["train"].update({"steps": 4, "questions_per_step": 2, "responses_per_question": 2, "mini_batch_questions": 2,
                          "micro_batch_questions": 1, "max_response_tokens": 16, "checkpoint_every": 1})
     raw["methods"] = {"grpo": {"objective": "grpo"}}
+    raw.pop("sweep", None)  # the default's sweep names its methods
     (root / "params.yaml").write_text(yaml.safe_dump(raw))
     env = clean_env(MLFLOW_TRACKING_URI=f"sqlite:///{root}/mlflow.db")
     subprocess.run([sys.executable, "stages/prepare_data.py"], cwd=root, env=env, check=True, capture_output=True)

@@ -20,7 +20,8 @@ from helpers import clean_env, copy_repo
 pytestmark = pytest.mark.slow
 
 TINY = {
-    "data": {"arithmetic": {"levels": [1, 2], "n_train": 20, "n_test_per_level": 3}, "benchmarks": ["math500"],
+    "data": {"arithmetic": {"levels": [1, 2], "n_train": 20, "n_test_per_level": 3, "n_validation_per_level": 0},
+             "benchmarks": ["math500"],
              "validation_size": 4},
     "engine": {"kv_cache_gib": 1, "max_model_len": 512},
     "eval": {"k": 2, "max_new_tokens": 48, "limits": {"math500": 2}},
@@ -48,6 +49,7 @@ def tiny_repo(tmp_path_factory, **overrides) -> Path:
     root = copy_repo(tmp_path_factory.mktemp("repo"))
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["methods"] = {m: params["methods"][m] for m in METHODS}  # two suffice, whatever the default runs
+    params["sweep"]["grid"] = {m: g for m, g in params["sweep"]["grid"].items() if m in METHODS}
     (root / "params.yaml").write_text(yaml.safe_dump(deep_update(deep_update(params, TINY), overrides)))
     run(["git", "commit", "-qam", "tiny params"], root)
     return root

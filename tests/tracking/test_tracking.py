@@ -122,3 +122,58 @@ def test_step_metrics_are_sectioned_and_the_completions_table_logged(store):
                "benchmarks": {"aime24": {"avg@16": 0.1, "pass@16": 0.5}}}
     assert headline_metrics(metrics) == {"eval mean avg_at_4": 0.1235, "eval mean maj_at_4": 0.2,
                                          "eval aime24 avg_at_16": 0.1, "eval aime24 pass_at_16": 0.5}
+
+
+KILLED_IN_STEP_7 = """
+import os, sys
+from rlvr.tracking.tracker import Tracker
+t = Tracker("train@grpo/seed0", uri=sys.argv[1], start=False)
+t.start()
+for step in range(1, 8):
+    t.log_step({"step": step, "reward_mean": 0.1 * step, "clip_frac": 0.01 * step, "val_avg@k": 0.5})
+t.log_metrics({"system/cpu_utilization_percentage": 50.0}, step=7)
+print(t.run_id, flush=True)
+os._exit(9)  # as kill -9 in step 7: the run never closed
+"""
+
+
+def test_a_resume_drops_the_steps_the_stopped_attempt_logged_past_its_checkpoint(store):
+    """kill -9 in step 7 with the checkpoint at step 5: the resumed run drops steps 6-7 of
+    every per-step key (not the system metrics), relogs them, and holds one value per step."""
+    uri = f"sqlite:///{store}/mlflow.db"
+    dying = subprocess.run([sys.executable, "-c", KILLED_IN_STEP_7, uri], capture_output=True, text=True, cwd=store)
+    assert dying.returncode == 9, dying.stderr[-2000:]
+    run_id = dying.stdout.strip()
+    again = Tracker("train@grpo/seed0", uri=uri, start=False)
+    again.start(resume=run_id)
+    again.drop_steps_after(5)
+    client = _client(store)
+    assert _steps(client, run_id, "train/reward_mean") == [1, 2, 3, 4, 5]
+    assert _steps(client, run_id, "train details/clip_frac") == [1, 2, 3, 4, 5]
+    assert _steps(client, run_id, "system/cpu_utilization_percentage") == [7]  # not a training step
+    assert client.get_run(run_id).data.metrics["train/reward_mean"] == pytest.approx(0.5)  # the latest: step 5
+    for step in (6, 7):
+        again.log_step({"step": step, "reward_mean": 0.2 * step, "clip_frac": 0.0, "val_avg@k": 0.5})
+    again.close()
+    history = client.get_metric_history(run_id, "train/reward_mean")
+    assert sorted(m.step for m in history) == [1, 2, 3, 4, 5, 6, 7]  # one value per step
+    assert {m.step: m.value for m in history}[7] == pytest.approx(1.4)
+
+
+def test_a_finished_trainings_status_survives_a_later_failed_attempt(store):
+    uri = f"sqlite:///{store}/mlflow.db"
+    done = Tracker("train@grpo/seed0", uri=uri, start=False)
+    done.start()
+    done.close()
+    later = Tracker("train@grpo/seed0", uri=uri, start=False)
+    later.start(resume=done.run_id)
+    later.close(end_status(RuntimeError))  # a damaged checkpoint, say
+    run = _client(store).get_run(done.run_id)
+    assert run.info.status == "FINISHED" and run.data.tags["rlvr.later_attempt"].startswith("FAILED ")
+    stopped = Tracker("train@grpo/seed1", uri=uri, start=False)  # a run that had not finished keeps its new status
+    stopped.start()
+    stopped.close(end_status(TrainingStopped))
+    resumed = Tracker("train@grpo/seed1", uri=uri, start=False)
+    resumed.start(resume=stopped.run_id)
+    resumed.close(end_status(RuntimeError))
+    assert _client(store).get_run(stopped.run_id).info.status == "FAILED"

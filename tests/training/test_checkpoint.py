@@ -9,7 +9,9 @@ import sys
 import textwrap
 
 import pytest
+import torch
 
+from rlvr.schema import settings_hash
 from rlvr.training import checkpoint
 
 
@@ -22,12 +24,10 @@ class FileEngine:
 
     def save_checkpoint(self, d, tag):
         os.makedirs(os.path.join(d, tag), exist_ok=True)
-        with open(os.path.join(d, tag, "model.pt"), "w") as f:
-            f.write(self.payload)
+        torch.save({"payload": self.payload}, os.path.join(d, tag, "model.pt"))
 
     def load_checkpoint(self, d, tag):
-        with open(os.path.join(d, tag, "model.pt")) as f:
-            self.payload = f.read()
+        self.payload = torch.load(os.path.join(d, tag, "model.pt"))["payload"]
 
 
 def test_save_and_load_round_trip(tmp_path):
@@ -72,7 +72,9 @@ def test_a_full_disk_names_itself_and_keeps_the_previous_checkpoint(tmp_path, er
     with pytest.raises(checkpoint.CheckpointWriteFailed) as failed:
         checkpoint.save(FullDisk(error), ck, {"step": 4})
     said = str(failed.value)
-    assert f"no space left on the disk of {tmp_path}" in said and "GiB free" in said
+    needed = sum(f.stat().st_size for f in ck.rglob("*") if f.is_file())  # the previous checkpoint's size
+    assert f"no space left on the disk of {tmp_path}" in said
+    assert f"GiB free, a checkpoint needs about {needed / 2**30:.2f} GiB)" in said
     assert "the previous checkpoint (step 2) is intact" in said and said.endswith("free space and rerun to resume")
     assert not (tmp_path / "checkpoint.tmp").exists()  # the half-written copy's space is back
     eng = FileEngine("")
@@ -166,3 +168,70 @@ def test_a_stale_checkpoint_is_set_aside_until_the_new_runs_first_and_back_if_it
     checkpoint.drop_aside(ck, snaps, steps)
     assert not any(p.name.endswith(".stale") for p in tmp_path.iterdir())
     assert not checkpoint.restore_aside(ck, snaps, steps) and checkpoint.read_state(ck)["step"] == 1
+
+
+def test_a_set_aside_checkpoint_made_from_the_inputs_again_is_resumed(tmp_path):
+    """Change a setting: the step-10 checkpoint goes aside; the new run is killed (-9) before
+    its first checkpoint, leaving its own step log; the setting changed back: the rerun
+    resumes the old checkpoint with its snapshots and step log, the new run's log aside."""
+    ck, snaps, steps = tmp_path / "checkpoint", tmp_path / "snapshots", tmp_path / "steps.csv"
+    old = {"training settings": "a"}
+    checkpoint.save(FileEngine("old"), ck, {"step": 10, "params_hash": settings_hash(old), "identity": old})
+    snaps.mkdir()
+    steps.write_text("step\n1\n10\n")
+    assert checkpoint.usable_state(ck, {"training settings": "b"}, True, lambda _: None, (ck, snaps, steps)) is None
+    steps.write_text("step\n1\n2\n")  # the new run's log, then kill -9: nothing of it ran to restore_aside
+    said = []
+    state = checkpoint.usable_state(ck, old, True, said.append, (ck, snaps, steps))
+    assert state["step"] == 10 and said == [f"the checkpoint set aside in {tmp_path}/checkpoint.stale (step 10) was "
+                                             "made from these inputs: resuming it"]
+    eng = FileEngine("")
+    assert checkpoint.load(eng, ck)["step"] == 10 and eng.payload == "old" and snaps.is_dir()
+    assert steps.read_text() == "step\n1\n10\n" and (tmp_path / "steps.csv.stale").read_text() == "step\n1\n2\n"
+    assert not (tmp_path / "checkpoint.stale").exists()
+
+
+def test_a_stale_checkpoint_and_a_matching_one_aside_trade_places(tmp_path):
+    ck = tmp_path / "checkpoint"
+    a, b = {"training settings": "a"}, {"training settings": "b"}
+    checkpoint.save(FileEngine("a"), ck, {"step": 4, "params_hash": settings_hash(a), "identity": a})
+    checkpoint.usable_state(ck, b, True, lambda _: None, (ck,))
+    checkpoint.save(FileEngine("b"), ck, {"step": 2, "params_hash": settings_hash(b), "identity": b})
+    assert checkpoint.usable_state(ck, a, True, lambda _: None, (ck,))["step"] == 4
+    assert checkpoint.read_state(tmp_path / "checkpoint.stale")["step"] == 2  # b's waits aside in turn
+
+
+def damaged(tmp_path, how: str):
+    ck = tmp_path / "checkpoint"
+    ident = {"training settings": "a"}
+    checkpoint.save(FileEngine("w"), ck, {"step": 5, "params_hash": settings_hash(ident), "identity": ident})
+    (tmp_path / "steps.csv").write_text("step\n1\n5\n")
+    state, rng, model = ck / checkpoint.STATE, ck / "rng_rank0.pt", ck / checkpoint.TAG / "model.pt"
+    {"state missing": lambda: state.unlink(), "state empty": lambda: state.write_text(""),
+     "state cut": lambda: state.write_text(state.read_text()[:10]),
+     "rng cut": lambda: rng.write_bytes(rng.read_bytes()[:100]), "rng missing": lambda: rng.unlink(),
+     "model empty": lambda: model.write_bytes(b""), "model cut": lambda: model.write_bytes(model.read_bytes()[:50]),
+     }[how]()
+    return ck, ident
+
+
+@pytest.mark.parametrize("how, named", [
+    ("state missing", "trainer_state.json is missing"), ("state empty", "trainer_state.json is empty"),
+    ("state cut", "trainer_state.json is not valid JSON (cut short?)"),
+    ("rng cut", "rng_rank0.pt cannot be read"), ("rng missing", "rng_rank0.pt is missing"),
+    ("model empty", "model.pt is empty"), ("model cut", "model.pt cannot be read"),
+])
+def test_a_damaged_checkpoint_is_named_and_refused_and_its_step_log_kept(tmp_path, how, named):
+    ck, ident = damaged(tmp_path, how)
+    steps = tmp_path / "steps.csv"
+    with pytest.raises(checkpoint.DamagedCheckpoint) as e:
+        checkpoint.usable_state(ck, ident, True, lambda _: None, (ck, steps), fix="the fix")
+    said = str(e.value)
+    assert said.startswith(f"the checkpoint {ck} is damaged: {ck}") and named in said
+    assert said.endswith("the run does not start from it: the fix") and e.value.exit_status == 4
+    assert steps.read_text() == "step\n1\n5\n" and ck.exists()  # nothing emptied, nothing moved
+    told = []  # asked to start afresh (--fresh): set aside whole, the step log with it
+    assert checkpoint.usable_state(ck, ident, True, told.append, (ck, steps), fresh_if_damaged=True) is None
+    assert named in told[0] and told[0].endswith(f"waits in {ck}.stale until the new run's first checkpoint")
+    assert not ck.exists() and not steps.exists()
+    assert (tmp_path / "steps.csv.stale").read_text() == "step\n1\n5\n"

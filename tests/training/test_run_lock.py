@@ -69,3 +69,36 @@ def test_a_killed_holder_leaves_no_lock(tmp_path):
     proc.wait()
     with RunLock(tmp_path, wait_s=0) as lock:
         assert lock.held
+
+
+NATIVE = textwrap.dedent("""
+    import signal, sys, time, torch
+    from rlvr.stopping import StopRequest
+    from rlvr.training.run_lock import RunLock
+    torch.set_num_threads(1)
+    lock = RunLock(sys.argv[1])
+    with StopRequest(say=lambda _: None, on_request=lock.stopping):
+        lock.acquire()
+        a = torch.randn(3000, 3000)
+        print("held", flush=True)
+        while True:
+            torch.linalg.matrix_power(a, 40)  # seconds in one native call: Python's handler waits for its end
+""")
+
+
+def test_a_stop_signal_marks_the_holder_stopping_at_once_even_inside_a_native_call(tmp_path):
+    """SIGTERM while the holder is inside a long native call, a rerun 0.1 s later: it
+    finds the holder stopping (the C-level handler wrote the signal to the lock's
+    wakeup file) and waits, ten times in ten; it never refuses a trainer that is stopping."""
+    for attempt in range(10):
+        run_dir = tmp_path / f"run{attempt}"
+        proc = subprocess.Popen([sys.executable, "-c", NATIVE, str(run_dir)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout.readline().strip() == "held"
+            time.sleep(0.3)  # well inside a native call
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(0.1)
+            assert RunLock(run_dir).holder()["stopping"] is True, f"attempt {attempt}"
+        finally:
+            proc.kill()
+            proc.wait()

@@ -83,14 +83,17 @@ def queue(configs: list[Configuration]) -> None:
 
 
 def finished(names: set[str]) -> dict[str, str]:
-    """{experiment name: its commit} of the named experiments DVC holds."""
-    shown = json.loads(dvc("exp", "show", "--json", "--no-fetch").stdout or "[]")
+    """{experiment name: its commit} of the named experiments DVC finished: its refs
+    (refs/exps/<baseline>/<name>), read from git, so a running queue's lock does not matter
+    and an experiment made on an earlier commit counts too."""
+    done = subprocess.run(["git", "for-each-ref", "refs/exps", "--format=%(refname) %(objectname)"],
+                          capture_output=True, text=True, check=True)
     out = {}
-    for base in shown:
-        for exp in base.get("experiments") or []:
-            for rev in exp.get("revs") or []:
-                if rev.get("name") in names and not rev.get("error"):
-                    out[rev["name"]] = rev["rev"]
+    for line in done.stdout.splitlines():
+        ref, rev = line.split()
+        name = ref.rsplit("/", 1)[-1]
+        if name in names and "/celery/" not in ref:
+            out[name] = rev
     return out
 
 

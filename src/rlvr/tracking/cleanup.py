@@ -88,3 +88,26 @@ def relocate_artifacts(uri: str, exp, location: str) -> None:
         con.execute("UPDATE runs SET artifact_uri = ? || substr(artifact_uri, ?) WHERE experiment_id = ? "
                     "AND artifact_uri LIKE ? || '%'", (location, len(old) + 1, exp.experiment_id, old))
     print(f"[tracking] {db} was made at another path: its artifacts now go to {location}, not {old}", flush=True)
+
+
+def drop_metric_steps(store, run_id: str, step: int, prefixes: tuple[str, ...]) -> int:
+    """Delete run `run_id`'s metric values of steps after `step` whose keys start with one of
+    `prefixes` (a SqlAlchemyStore: MLflow has no call for it), and point each such key's latest
+    value at what remains. Returns the values deleted."""
+    from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric
+    from sqlalchemy import or_
+
+    keyed = or_(*(SqlMetric.key.startswith(p) for p in prefixes))
+    with store.ManagedSessionMaker(read_only=False) as session:
+        later = session.query(SqlMetric).filter(SqlMetric.run_uuid == run_id, SqlMetric.step > step, keyed)
+        keys = {m.key for m in later}
+        dropped = later.delete(synchronize_session=False)
+        for key in keys:
+            session.query(SqlLatestMetric).filter(SqlLatestMetric.run_uuid == run_id,
+                                                  SqlLatestMetric.key == key).delete(synchronize_session=False)
+            last = (session.query(SqlMetric).filter(SqlMetric.run_uuid == run_id, SqlMetric.key == key)
+                    .order_by(SqlMetric.step.desc(), SqlMetric.timestamp.desc(), SqlMetric.value.desc()).first())
+            if last is not None:
+                session.add(SqlLatestMetric(key=key, value=last.value, timestamp=last.timestamp, step=last.step,
+                                            is_nan=last.is_nan, run_uuid=run_id))
+    return dropped

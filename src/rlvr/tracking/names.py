@@ -15,6 +15,9 @@ HEADLINE_KINDS = ("avg", "maj", "pass")
 OVER_RUN = " over the run"  # a key curve's mean over every step, logged once a training ends (the runs table)
 
 
+STEP_PREFIXES = ("train/", "train details/", "val/")  # every per-step key step_metric_key gives
+
+
 def step_metric_key(column: str) -> str:
     """A steps.csv column's MLflow name."""
     if column.startswith("val_"):

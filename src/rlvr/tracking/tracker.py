@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 import warnings
 from pathlib import Path
 
 from rlvr.digests import tree_md5
 from rlvr.stopping import TrainingAborted, TrainingStopped
-from rlvr.tracking.cleanup import artifact_location, close_abandoned_runs, latest_run, relocate_artifacts, run_in
-from rlvr.tracking.names import PIPELINE_KEY, PROCESS_TAG, flatten, step_metric_key
+from rlvr.tracking.cleanup import (
+    artifact_location,
+    close_abandoned_runs,
+    drop_metric_steps,
+    latest_run,
+    relocate_artifacts,
+    run_in,
+)
+from rlvr.tracking.names import PIPELINE_KEY, PROCESS_TAG, STEP_PREFIXES, flatten, step_metric_key
 from rlvr.tracking.provenance import (
     MLFLOW_ENV,
     DatasetInput,
@@ -77,6 +85,7 @@ class Tracker:
         close_abandoned_runs(exp_id, self.stage, tags["dvc_exp"], keep=resume)
         process = {PROCESS_TAG: f"{socket.gethostname()}:{os.getpid()}"}
         if resume:
+            self._resumed_status = mlflow.get_run(resume).info.status
             run = mlflow.start_run(run_id=resume, log_system_metrics=system_metrics)
             mlflow.set_tags(process)
         else:
@@ -190,8 +199,33 @@ class Tracker:
         if Path(path).exists():
             self._guard(lambda: self._mlflow.log_artifact(str(path), artifact_path))
 
+    def drop_steps_after(self, step: int) -> None:
+        """A resumed training redoes the steps after its checkpoint's `step`: their values
+        logged by the attempt that died go, so each step holds one value (SQL stores, the
+        default sqlite one; another store keeps them, and this says so)."""
+        if self.run_id is not None:
+            self._guard(self._drop_steps_after, step)
+
+    def _drop_steps_after(self, step: int) -> None:
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+        from mlflow.tracking._tracking_service.utils import _get_store
+
+        store = _get_store()
+        if not isinstance(store, SqlAlchemyStore):
+            warnings.warn(f"the MLflow store ({type(store).__name__}) cannot drop values: the steps after {step} "
+                          "that the stopped attempt logged stay beside the resumed ones", stacklevel=3)
+            return
+        dropped = drop_metric_steps(store, self.run_id, step, STEP_PREFIXES)
+        if dropped:
+            print(f"[tracking] dropped {dropped} metric values of steps after {step} (the resumed run redoes them)",
+                  flush=True)
+
     def close(self, status: str = "FINISHED") -> None:
         if self.run_id is not None:
+            if status != "FINISHED" and getattr(self, "_resumed_status", None) == "FINISHED":
+                # a later attempt on a finished training (its checkpoint damaged, say) does not unfinish it
+                self._guard(lambda: self._mlflow.set_tag("rlvr.later_attempt", f"{status} {time.strftime('%c')}"))
+                status = "FINISHED"
             self._guard(lambda: self._mlflow.end_run(status=status))
         self.enabled = False
 

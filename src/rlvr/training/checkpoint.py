@@ -72,8 +72,8 @@ def save(ds_engine, ckpt_dir: str | Path, state: dict, ranks: distributed.Ranks 
             write_json(tmp / STATE, state)
     except (OSError, RuntimeError) as e:  # torch reports a full disk as "file write failed", no errno
         if ranks.main:
-            remove_dir(tmp)  # the half-written copy: its space back
-        raise CheckpointWriteFailed(write_failure(ckpt_dir, e)) from e
+            remove_dir(tmp)  # the half-written copy: its space back (measured after, in the message)
+        raise CheckpointWriteFailed(write_failure(ckpt_dir, e, checkpoint_bytes(ckpt_dir, ds_engine))) from e
     distributed.barrier()
     if ranks.main:
         commit_dir(tmp, ckpt_dir)
@@ -86,30 +86,82 @@ class CheckpointWriteFailed(RuntimeError):
     exit_status = EXIT_FAILED
 
 
-def write_failure(ckpt_dir: Path, error: BaseException) -> str:
-    """What failed, the disk's free space (a full disk named as such) and what was kept."""
+def checkpoint_bytes(ckpt_dir: Path, ds_engine) -> int:
+    """What one checkpoint takes on disk: the previous one's size, or else the engine's
+    weights and optimizer state in memory (a checkpoint writes both)."""
+    if (ckpt_dir / STATE).exists():
+        return sum(f.stat().st_size for f in ckpt_dir.rglob("*") if f.is_file())
+    tensors = list(getattr(getattr(ds_engine, "module", None), "parameters", lambda: [])())
+    state = getattr(getattr(ds_engine, "optimizer", None), "state", {}) or {}
+    tensors += [t for st in state.values() if isinstance(st, dict) for t in st.values() if torch.is_tensor(t)]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def write_failure(ckpt_dir: Path, error: BaseException, needed: int = 0) -> str:
+    """What failed, the disk's free space (a full disk named as such, with what a checkpoint
+    needs) and what was kept. Called once the failed write's partial copy is removed."""
     free = shutil.disk_usage(ckpt_dir.parent).free
-    full = getattr(error, "errno", None) == errno.ENOSPC or free < LOW_DISK or "write failed" in str(error)
+    full = getattr(error, "errno", None) == errno.ENOSPC or free < max(LOW_DISK, needed) or "write failed" in str(error)
     cause = f"no space left on the disk of {ckpt_dir.parent}" if full else f"{type(error).__name__}: {error}"
     state = ckpt_dir / STATE
     kept = (f"the previous checkpoint (step {json.loads(state.read_text())['step']}) is intact" if state.exists()
             else "no earlier checkpoint exists")
+    need = f", a checkpoint needs about {needed / 2**30:.2f} GiB" if needed else ""
     remedy = "free space" if full else "fix that"
-    return (f"writing the checkpoint {ckpt_dir} failed: {cause} ({free / 2**30:.2f} GiB free); {kept}; "
+    return (f"writing the checkpoint {ckpt_dir} failed: {cause} ({free / 2**30:.2f} GiB free{need}); {kept}; "
             f"{remedy} and rerun to resume")
 
 
 LOW_DISK = 64 << 20  # less free than this after a failed write: the disk was full
 
 
+class DamagedCheckpoint(RuntimeError):
+    """A checkpoint directory with a file missing, empty or unreadable: named, never resumed
+    from, never silently replaced by a fresh start."""
+
+    exit_status = EXIT_FAILED
+
+
 def read_state(ckpt_dir: str | Path) -> dict | None:
-    """The trainer state of a complete checkpoint, or None (every rank reads it)."""
+    """The trainer state of a complete checkpoint, or None where there is no checkpoint
+    (every rank reads it); DamagedCheckpoint where its directory has no readable state."""
     ckpt_dir = Path(ckpt_dir)
     if distributed.ranks_from_env().main:
         recover_dir(ckpt_dir, STATE)
     distributed.barrier()
     path = ckpt_dir / STATE
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        if ckpt_dir.is_dir() and any(ckpt_dir.iterdir()):
+            raise DamagedCheckpoint(f"{path} is missing")
+        return None
+    text = path.read_text()
+    try:
+        state = json.loads(text)
+    except ValueError:
+        raise DamagedCheckpoint(f"{path} is {'empty' if not text.strip() else 'not valid JSON (cut short?)'}") \
+            from None
+    if not isinstance(state, dict) or "step" not in state:
+        raise DamagedCheckpoint(f"{path} holds no trainer state (no 'step')")
+    return state
+
+
+def check_files(ckpt_dir: str | Path) -> None:
+    """Every tensor file of the checkpoint is there and readable (opened memory-mapped: the
+    zip directory and pickle are read, not the tensors): DamagedCheckpoint naming the first
+    that is not, before any engine loads it."""
+    ckpt_dir = Path(ckpt_dir)
+    files = sorted(ckpt_dir.rglob("*.pt"))
+    if not any(f.name.startswith("rng_rank") for f in files):
+        raise DamagedCheckpoint(f"{ckpt_dir / _rng_file(0)} is missing")
+    if not (ckpt_dir / TAG).is_dir():
+        raise DamagedCheckpoint(f"{ckpt_dir / TAG} (the model and optimizer state) is missing")
+    for f in files:
+        if f.stat().st_size == 0:
+            raise DamagedCheckpoint(f"{f} is empty")
+        try:
+            torch.load(f, map_location="cpu", mmap=True, weights_only=False)
+        except Exception as e:  # noqa: BLE001  a cut-short zip, a broken pickle: the file is named
+            raise DamagedCheckpoint(f"{f} cannot be read ({type(e).__name__}: {str(e)[:120]}; cut short?)") from None
 
 
 def load(ds_engine, ckpt_dir: str | Path, ranks: distributed.Ranks | None = None) -> dict:
@@ -140,15 +192,44 @@ def run_identity(params, method, prompt, model_path: str, train_file: Path, worl
 
 
 def usable_state(ckpt_dir: Path, identity: dict[str, str], fresh_on_change: bool, say,
-                 set_aside: tuple[Path, ...] = ()) -> dict | None:
-    """The checkpoint's state if it can be resumed. One made from other inputs
-    (`identity`: run_identity's) is refused, naming the inputs that changed,
-    or (`fresh_on_change`) set aside with the run's other files (`set_aside`:
-    the checkpoint, snapshots, step log) until the new run's first checkpoint:
-    a run that fails before it gets them back (restore_aside)."""
-    state = read_state(ckpt_dir)
-    if state is None or state.get("params_hash") == settings_hash(identity):
+                 set_aside: tuple[Path, ...] = (), fresh_if_damaged: bool = False, fix: str = "") -> dict | None:
+    """The checkpoint's state if it can be resumed, else None (a fresh start).
+
+    - One made from these inputs (`identity`: run_identity's) is resumed; when there is
+      none but the checkpoint set aside earlier (`<dir>.stale`) was made from them (the
+      inputs changed back), that one comes back with its snapshots and step log.
+    - One made from other inputs is refused, naming the inputs that changed, or
+      (`fresh_on_change`) set aside with the run's other files (`set_aside`: the
+      checkpoint, snapshots, step log) until the new run's first checkpoint: a run that
+      fails before it gets them back (restore_aside).
+    - A damaged one (a file missing, empty or unreadable) is refused, naming the file and
+      `fix`; with `fresh_if_damaged` (asked for: --fresh) it is set aside the same way."""
+    try:
+        state = read_state(ckpt_dir)
+        if state is not None:
+            check_files(ckpt_dir)
+    except DamagedCheckpoint as e:
+        if not fresh_if_damaged:
+            raise DamagedCheckpoint(f"the checkpoint {ckpt_dir} is damaged: {e}; the run does not start from it: "
+                                    f"{fix}") from None
+        say(f"the checkpoint {ckpt_dir} is damaged ({e}): starting fresh as asked; it waits in "
+            f"{aside(ckpt_dir)} until the new run's first checkpoint")
+        _put_aside(ckpt_dir, set_aside)
+        return None
+    current = settings_hash(identity)
+    if state is not None and state.get("params_hash") == current:
         return state
+    kept = _aside_state(ckpt_dir)
+    if kept is not None and kept.get("params_hash") == current:
+        say(f"the checkpoint set aside in {aside(ckpt_dir)} (step {kept.get('step')}) was made from these inputs: "
+            "resuming it" + (" (the other one takes its place aside)" if state is not None else ""))
+        if distributed.ranks_from_env().main:
+            for path in dict.fromkeys((ckpt_dir, *set_aside)):
+                _swap(path, aside(path))
+        distributed.barrier()
+        return kept
+    if state is None:
+        return None
     saved = state.get("identity") or {}
     changed = [name for name, h in identity.items() if saved.get(name) != h]
     what = (f"{ckpt_dir} (step {state.get('step')}) was made with other "
@@ -157,13 +238,40 @@ def usable_state(ckpt_dir: Path, identity: dict[str, str], fresh_on_change: bool
         raise StaleCheckpoint(f"{what}: rerun with --fresh to start over (setting it and the step log aside), or "
                               "restore those inputs to resume it")
     say(f"{what}: starting fresh; it waits in {aside(ckpt_dir)} until the new run's first checkpoint")
+    _put_aside(ckpt_dir, set_aside)
+    return None
+
+
+def _aside_state(ckpt_dir: Path) -> dict | None:
+    """The state of the checkpoint set aside, where it is whole (else None: it never comes back)."""
+    try:
+        state = read_state(aside(ckpt_dir))
+        if state is not None:
+            check_files(aside(ckpt_dir))
+        return state
+    except DamagedCheckpoint:
+        return None
+
+
+def _put_aside(ckpt_dir: Path, set_aside: tuple[Path, ...]) -> None:
     if distributed.ranks_from_env().main:
         for path in dict.fromkeys((ckpt_dir, *set_aside)):
             _remove(aside(path))  # an older one set aside
             if path.exists():
                 path.rename(aside(path))
     distributed.barrier()
-    return None
+
+
+def _swap(a: Path, b: Path) -> None:
+    """`a` and `b` exchange places (either may be missing)."""
+    between = a.with_name(a.name + ".swap")
+    _remove(between)
+    if a.exists():
+        a.rename(between)
+    if b.exists():
+        b.rename(a)
+    if between.exists():
+        between.rename(b)
 
 
 def aside(path: Path) -> Path:

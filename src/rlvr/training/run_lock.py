@@ -9,20 +9,30 @@ and writes in it who holds it. A second trainer of the same run finds it held:
   that trainer to exit, then resumes from the checkpoint it wrote;
 - by a trainer that is not, it refuses, naming the holder's pid and host.
 
-So steps.csv and MLflow never get the same step from two trainers."""
+So steps.csv and MLflow never get the same step from two trainers.
+
+A stop signal marks the holder as stopping the moment it arrives: Python runs
+its handler only between bytecodes, which an update's long native calls can
+delay by seconds, but its C-level handler writes the signal's number to the
+wakeup fd at once (signal.set_wakeup_fd), and the holder's wakeup fd is the
+lock's `trainer.lock.signals` file: a SIGTERM or SIGINT byte there says
+"stopping" to the next trainer before Python has run a line."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import signal
 import socket
+import threading
 import time
 from pathlib import Path
 
 from rlvr import distributed
 
 LOCK = "trainer.lock"
+STOP_BYTES = {signal.SIGTERM.value, signal.SIGINT.value}  # signal numbers the wakeup fd writes as bytes
 
 
 class RunLocked(RuntimeError):
@@ -41,8 +51,10 @@ class RunLock:
     def __init__(self, run_dir: str | Path, say=print, wait_s: float = 1800.0, poll_s: float = 1.0):
         """`wait_s`: how long to wait for a stopping holder before refusing."""
         self.path = Path(run_dir) / LOCK
+        self.signals = self.path.with_name(LOCK + ".signals")
         self.say, self.wait_s, self.poll_s = say, wait_s, poll_s
         self._file = None
+        self._wakeup: tuple[int, int] | None = None  # (our fd, the wakeup fd it replaced)
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,16 +75,30 @@ class RunLock:
         self._file = file
         self._write({"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S"),
                      "stopping": False})
+        self._mark_signals()
+
+    def _mark_signals(self) -> None:
+        """Every signal with a Python handler is written to `signals` as it arrives (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        fd = os.open(self.signals, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NONBLOCK, 0o644)
+        self._wakeup = (fd, signal.set_wakeup_fd(fd, warn_on_full_buffer=False))
 
     @property
     def held(self) -> bool:
         return self._file is not None
 
     def holder(self) -> dict:
+        """Who holds the lock, and whether it is stopping (it said so, or a stop signal reached it)."""
         try:
-            return json.loads(self.path.read_text() or "{}")
+            info = json.loads(self.path.read_text() or "{}")
         except (OSError, ValueError):
-            return {}
+            info = {}
+        try:
+            signalled = bool(set(self.signals.read_bytes()) & STOP_BYTES)
+        except OSError:
+            signalled = False
+        return {**info, "stopping": True} if signalled else info
 
     def stopping(self) -> None:
         """Say in the lock that this trainer is stopping: a new trainer waits for it."""
@@ -86,6 +112,12 @@ class RunLock:
         self._file.flush()
 
     def release(self) -> None:
+        if self._wakeup is not None:
+            fd, previous = self._wakeup
+            if threading.current_thread() is threading.main_thread():
+                signal.set_wakeup_fd(previous)
+            os.close(fd)
+            self._wakeup = None
         if self._file is not None:
             fcntl.flock(self._file, fcntl.LOCK_UN)
             self._file.close()

@@ -16,7 +16,7 @@ from rlvr.stopping import EXIT_CONFIG, EXIT_STOPPED, TrainingAborted, TrainingFa
 from rlvr.tracking.names import KEY_CURVES, OVER_RUN, ROW_TAG, step_metric_key
 from rlvr.tracking.provenance import dataset_input
 from rlvr.tracking.tracker import NullTracker, Tracker
-from rlvr.training.checkpoint import CheckpointWriteFailed, StaleCheckpoint
+from rlvr.training.checkpoint import CheckpointWriteFailed, DamagedCheckpoint, StaleCheckpoint
 from rlvr.training.run_lock import RunLocked
 from rlvr.training.trainer import Trainer
 
@@ -24,7 +24,8 @@ from rlvr.training.trainer import Trainer
 def run_training(params: Params, method: MethodConfig, run: Run, init_model: str, fresh: bool = False) -> dict:
     """Train `run`, resuming its checkpoint; returns the stage's one-line summary.
     A checkpoint made from other inputs is started over under DVC (it reruns the
-    stage because an input changed) or with `fresh`; run by hand, it is an error.
+    stage because an input changed) or with `fresh`; run by hand, it is an error. A
+    damaged checkpoint is set aside only with `fresh` (asked for), else the stage ends naming it.
     A stop (rlvr.stopping) ends the stage with its exit status, the MLflow run KILLED."""
     ranks = distributed.ranks_from_env()
     tracked = {"train": dataclasses.asdict(method.train), "objective": dataclasses.asdict(method.objective),
@@ -34,7 +35,8 @@ def run_training(params: Params, method: MethodConfig, run: Run, init_model: str
                                 tags=tags) if ranks.main else NullTracker()
     tracker.log_dataset(dataset_input(params.data.train_dir / "train.jsonl", "train"))
     trainer = Trainer(params, method, init_model, run.run_dir, run.model_dir, tracker,
-                      steps_file=run.train_dir / "steps.csv", fresh_on_change=fresh or "DVC_STAGE" in os.environ)
+                      steps_file=run.train_dir / "steps.csv", fresh_on_change=fresh or "DVC_STAGE" in os.environ,
+                      fresh_if_damaged=fresh)
     try:
         with tracker:  # started by the trainer once it knows the checkpoint it resumes
             trainer.train()
@@ -45,7 +47,7 @@ def run_training(params: Params, method: MethodConfig, run: Run, init_model: str
             tracker.log_model(run.model_dir, name=run.name.replace("/", "-"))
     except (StaleCheckpoint, RunLocked) as e:
         stop_stage(e, EXIT_CONFIG)
-    except (TrainingStopped, TrainingAborted, TrainingFailed, CheckpointWriteFailed) as e:
+    except (TrainingStopped, TrainingAborted, TrainingFailed, CheckpointWriteFailed, DamagedCheckpoint) as e:
         stop_stage(e, getattr(e, "exit_status", EXIT_STOPPED))
     finally:
         distributed.barrier()

@@ -60,9 +60,11 @@ class StepAbandoned(Exception):
 class Trainer:
     def __init__(self, params: Params, method: MethodConfig, model_path: str, run_dir: str | Path,
                  final_dir: str | Path, tracker=None, rollout_engine=None, steps_file: str | Path | None = None,
-                 fresh_on_change: bool = True):
+                 fresh_on_change: bool = True, fresh_if_damaged: bool = False):
         """`fresh_on_change`: a checkpoint made from other inputs is set aside (saying
-        which inputs changed) and training starts over; False: StaleCheckpoint."""
+        which inputs changed) and training starts over; False: StaleCheckpoint.
+        `fresh_if_damaged` (asked for: --fresh): a damaged checkpoint is set aside
+        too; False: DamagedCheckpoint, naming the file."""
         self.params, self.method = params, method
         self.settings, self.objective = method.train, method.objective  # TrainParams, the objective's params
         self.prompt = params.prompt.for_training()
@@ -80,6 +82,7 @@ class Trainer:
         self.saved_step = 0  # the step the checkpoint on disk holds
         self.last_groups: list[Group] = []
         self.rollout_engine, self.fresh_on_change = rollout_engine, fresh_on_change
+        self.fresh_if_damaged = fresh_if_damaged
         self.validator = None  # an Evaluator on the held-out problems, built on the first validation
         self.best: dict | None = None  # the best validation so far: {"step", "score"}
 
@@ -107,8 +110,11 @@ class Trainer:
         self.outputs = RunOutputs(self.ranks, self.step_log, self.tracker, self.ckpt_dir, self.final_dir, self.snapshots,
                                   self.settings.zero_stage, self.params.tracking.log_completions)
         hold(self.lock, self.ranks)
+        fix = (f"restore it and rerun to resume, or start this run afresh with `python stages/train.py --method "
+               f"{self.method.name} --seed {self.settings.seed} --fresh` (it and the step log are set aside, not "
+               "deleted)")
         state = checkpoint.usable_state(self.ckpt_dir, self.identity, self.fresh_on_change, self._say,
-                                        self.outputs.set_aside)  # before any engine: a refused one costs nothing
+                                        self.outputs.set_aside, self.fresh_if_damaged, fix)  # before any engine
         self.tracker.start(resume=(state or {}).get("tracking_run_id"))  # a resumed training keeps its run
         self.tokenizer = self.outputs.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
@@ -139,6 +145,7 @@ class Trainer:
         self.saved_step = state["step"]
         self.outputs.prune_snapshots(self.best)
         self.outputs.truncate_steps(state["step"])
+        self.tracker.drop_steps_after(state["step"])  # MLflow too holds each step once: the rest is redone
         self.push_weights()
         self._say(f"resumed from step {state['step']}")
         return state["step"]
@@ -159,9 +166,11 @@ class Trainer:
     # ---- the loop -------------------------------------------------------------
 
     def train(self) -> list[dict]:
-        """Every step; failing before its first checkpoint, a fresh start gives back what it set aside."""
+        """Every step; failing before its first checkpoint, a fresh start gives back what it set
+        aside. A stop asked for at any moment from here on (setup included) ends at a safe point."""
         try:
-            return self._train()
+            with self.stop:
+                return self._train()
         except BaseException:
             if self.lock.held and self.ranks.main and checkpoint.restore_aside(*self.outputs.set_aside):
                 self._say(f"the checkpoint set aside is back in {self.ckpt_dir}")
@@ -176,26 +185,28 @@ class Trainer:
         try:
             bar = tqdm(range(start, steps), initial=start, total=steps, desc=f"train {self.method.name}",
                        disable=not self.ranks.main)
-            with self.stop:
-                for step in bar:
-                    row = self._step_or_stop(step)
-                    rows.append(row)
-                    bar.set_postfix(reward=f"{row['reward_mean']:.3f}", kl=f"{row['kl']:.2e}",
-                                    s=f"{row['time_total']:.0f}")
-                    done = step + 1
-                    improved = every > 0 and (done % every == 0 or done == steps) and self.validate(done, row)
-                    self.outputs.record(row, self.last_groups)
-                    # Every rank must stop at the same step, whichever got the signal.
-                    stop = distributed.any_rank(self.stop.requested or done == self.stop_after)
-                    if (improved or self.snapshots.kept(done)) and done < steps:
-                        self.outputs.save_snapshot(self.ds_engine, done)  # before the checkpoint: a resumed run never lacks it
-                    if done % self.settings.checkpoint_every == 0 or done == steps or stop:
-                        self._save(done)
-                        self.outputs.prune_snapshots(self.best)
-                    if stop:
-                        raise TrainingStopped(f"stopped by {self._stop_cause()} after step {done}, checkpointed; "
-                                              "rerun to resume")
-                self.outputs.save_final(self.ds_engine, self.best, self.settings.steps)
+            if distributed.any_rank(self.stop.requested):  # asked for during the setup
+                raise TrainingStopped(f"stopped by {self._stop_cause()} before step {start + 1}; {self._held()}; "
+                                      "rerun to resume")
+            for step in bar:
+                row = self._step_or_stop(step)
+                rows.append(row)
+                bar.set_postfix(reward=f"{row['reward_mean']:.3f}", kl=f"{row['kl']:.2e}",
+                                s=f"{row['time_total']:.0f}")
+                done = step + 1
+                improved = every > 0 and (done % every == 0 or done == steps) and self.validate(done, row)
+                self.outputs.record(row, self.last_groups)
+                # Every rank must stop at the same step, whichever got the signal.
+                stop = distributed.any_rank(self.stop.requested or done == self.stop_after)
+                if (improved or self.snapshots.kept(done)) and done < steps:
+                    self.outputs.save_snapshot(self.ds_engine, done)  # before the checkpoint: a resumed run never lacks it
+                if done % self.settings.checkpoint_every == 0 or done == steps or stop:
+                    self._save(done)
+                    self.outputs.prune_snapshots(self.best)
+                if stop:
+                    raise TrainingStopped(f"stopped by {self._stop_cause()} after step {done}, checkpointed; "
+                                          "rerun to resume")
+            self.outputs.save_final(self.ds_engine, self.best, self.settings.steps)
         finally:
             self.verifier.close()
         return rows
@@ -212,12 +223,14 @@ class Trainer:
             self.sampler.position = position
             if step > self.saved_step:
                 self._save(step)
-            held = f"the checkpoint holds step {self.saved_step}" if self.saved_step else "no step was complete"
-            dropped = f"during the rollout of step {step + 1}: the step was dropped before its update; {held}"
+            dropped = f"during the rollout of step {step + 1}: the step was dropped before its update; {self._held()}"
             if abandoned.args:  # the grading failed (on this rank: its cause; else on another)
                 raise TrainingFailed(f"grading failed {dropped}; {abandoned.args[0] or 'see the rank that failed'}; "
                                      "rerun to resume once the grader works (verifier:)") from None
             raise TrainingStopped(f"stopped by {self._stop_cause()} {dropped}; rerun to resume") from None
+
+    def _held(self) -> str:
+        return f"the checkpoint holds step {self.saved_step}" if self.saved_step else "no step was complete"
 
     def _stop_cause(self) -> str:
         if self.stop.requested:
