@@ -64,15 +64,21 @@ def _one_step(params, method, model, engine, run_dir, groups, full_old_pass: boo
 
     from rlvr.training.trainer import Trainer
 
+    from rlvr.training.update import PolicyUpdate
+
     tr = Trainer(params, method, str(model), run_dir, run_dir / "final", rollout_engine=engine)
     tr.setup()
-    tr.update.reuse_first_forward = not full_old_pass
     try:
-        row = tr.step(0, groups=copy.deepcopy(groups))
+        if full_old_pass:  # every group's pi_old in a pass of its own, the first mini-batch's too
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(PolicyUpdate, "old_pass_rows", lambda self, first, pending: [r for mb in first for r in mb])
+                row = tr.step(0, groups=copy.deepcopy(groups))
+        else:
+            row = tr.step(0, groups=copy.deepcopy(groups))
     finally:
         tr.verifier.close()
     weights = torch.cat([p.detach().float().flatten() for p in tr.ds_engine.module.parameters()])
-    return row, weights, tr.old_pass_groups
+    return row, weights, row["old_pass_groups"]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from rlvr.schema import settings_hash
-from rlvr.training import checkpoint
+from rlvr.training import checkpoint, resume
 
 
 class FileEngine:
@@ -93,7 +93,7 @@ def test_sigkill_during_checkpoint_write(tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(textwrap.dedent(f"""
         import os, sys, time
-        from rlvr.training import checkpoint
+        from rlvr.training import checkpoint, resume
         class Slow:
             def save_checkpoint(self, d, tag):
                 os.makedirs(os.path.join(d, tag))
@@ -156,18 +156,18 @@ def test_a_stale_checkpoint_is_set_aside_until_the_new_runs_first_and_back_if_it
     snaps.mkdir()
     steps.write_text("step\n1\n")
     said = []
-    state = checkpoint.usable_state(ck, {"training settings": "b"}, True, said.append, (ck, snaps, steps))
+    state = resume.usable_state(ck, {"training settings": "b"}, True, said.append, (ck, snaps, steps))
     assert state is None and said[0].endswith(f"starting fresh; it waits in {tmp_path}/checkpoint.stale until the "
                                               "new run's first checkpoint")
     assert not ck.exists() and not snaps.exists() and not steps.exists()
     steps.write_text("step\n1\n2\n")  # the new run began, then failed before its first checkpoint
-    assert checkpoint.restore_aside(ck, snaps, steps)
+    assert resume.restore_aside(ck, snaps, steps)
     assert checkpoint.read_state(ck)["step"] == 10 and snaps.is_dir() and steps.read_text() == "step\n1\n"
-    checkpoint.usable_state(ck, {"training settings": "b"}, True, said.append, (ck, snaps, steps))
+    resume.usable_state(ck, {"training settings": "b"}, True, said.append, (ck, snaps, steps))
     checkpoint.save(FileEngine("new"), ck, {"step": 1})  # its first checkpoint: what was set aside goes
-    checkpoint.drop_aside(ck, snaps, steps)
+    resume.drop_aside(ck, snaps, steps)
     assert not any(p.name.endswith(".stale") for p in tmp_path.iterdir())
-    assert not checkpoint.restore_aside(ck, snaps, steps) and checkpoint.read_state(ck)["step"] == 1
+    assert not resume.restore_aside(ck, snaps, steps) and checkpoint.read_state(ck)["step"] == 1
 
 
 def test_a_set_aside_checkpoint_made_from_the_inputs_again_is_resumed(tmp_path):
@@ -179,10 +179,10 @@ def test_a_set_aside_checkpoint_made_from_the_inputs_again_is_resumed(tmp_path):
     checkpoint.save(FileEngine("old"), ck, {"step": 10, "params_hash": settings_hash(old), "identity": old})
     snaps.mkdir()
     steps.write_text("step\n1\n10\n")
-    assert checkpoint.usable_state(ck, {"training settings": "b"}, True, lambda _: None, (ck, snaps, steps)) is None
+    assert resume.usable_state(ck, {"training settings": "b"}, True, lambda _: None, (ck, snaps, steps)) is None
     steps.write_text("step\n1\n2\n")  # the new run's log, then kill -9: nothing of it ran to restore_aside
     said = []
-    state = checkpoint.usable_state(ck, old, True, said.append, (ck, snaps, steps))
+    state = resume.usable_state(ck, old, True, said.append, (ck, snaps, steps))
     assert state["step"] == 10 and said == [f"the checkpoint set aside in {tmp_path}/checkpoint.stale (step 10) was "
                                              "made from these inputs: resuming it"]
     eng = FileEngine("")
@@ -195,9 +195,9 @@ def test_a_stale_checkpoint_and_a_matching_one_aside_trade_places(tmp_path):
     ck = tmp_path / "checkpoint"
     a, b = {"training settings": "a"}, {"training settings": "b"}
     checkpoint.save(FileEngine("a"), ck, {"step": 4, "params_hash": settings_hash(a), "identity": a})
-    checkpoint.usable_state(ck, b, True, lambda _: None, (ck,))
+    resume.usable_state(ck, b, True, lambda _: None, (ck,))
     checkpoint.save(FileEngine("b"), ck, {"step": 2, "params_hash": settings_hash(b), "identity": b})
-    assert checkpoint.usable_state(ck, a, True, lambda _: None, (ck,))["step"] == 4
+    assert resume.usable_state(ck, a, True, lambda _: None, (ck,))["step"] == 4
     assert checkpoint.read_state(tmp_path / "checkpoint.stale")["step"] == 2  # b's waits aside in turn
 
 
@@ -225,13 +225,13 @@ def test_a_damaged_checkpoint_is_named_and_refused_and_its_step_log_kept(tmp_pat
     ck, ident = damaged(tmp_path, how)
     steps = tmp_path / "steps.csv"
     with pytest.raises(checkpoint.DamagedCheckpoint) as e:
-        checkpoint.usable_state(ck, ident, True, lambda _: None, (ck, steps), fix="the fix")
+        resume.usable_state(ck, ident, True, lambda _: None, (ck, steps), fix="the fix")
     said = str(e.value)
     assert said.startswith(f"the checkpoint {ck} is damaged: {ck}") and named in said
     assert said.endswith("the run does not start from it: the fix") and e.value.exit_status == 4
     assert steps.read_text() == "step\n1\n5\n" and ck.exists()  # nothing emptied, nothing moved
     told = []  # asked to start afresh (--fresh): set aside whole, the step log with it
-    assert checkpoint.usable_state(ck, ident, True, told.append, (ck, steps), fresh_if_damaged=True) is None
+    assert resume.usable_state(ck, ident, True, told.append, (ck, steps), fresh_if_damaged=True) is None
     assert named in told[0] and told[0].endswith(f"waits in {ck}.stale until the new run's first checkpoint")
     assert not ck.exists() and not steps.exists()
     assert (tmp_path / "steps.csv.stale").read_text() == "step\n1\n5\n"

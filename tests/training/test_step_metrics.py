@@ -9,7 +9,7 @@ import torch
 from rlvr.data.records import Record
 from rlvr.rollout.groups import Group
 from rlvr.training.step_metrics import StepMetrics
-from rlvr.training.update import EntropyMeter, response_perplexity
+from rlvr.training.entropy import EntropyMeter, response_perplexity
 
 
 def group(correct: list[bool]) -> Group:

@@ -21,7 +21,7 @@ from rlvr import distributed
 from rlvr.atomic import write_json
 from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record, read_records, write_jsonl
-from rlvr.evaluation.metrics import mean_over
+from rlvr.evaluation.metrics import mean_over, validation_columns
 from rlvr.evaluation.problems import eval_sets, problem_rows, sample_rows, set_metrics, skipped_rows
 from rlvr.grading.pool import Verifier, grading_job
 from rlvr.run_files import SNAPSHOTS  # written by the trainer beside the final model
@@ -65,6 +65,12 @@ class Evaluator:
         held_out = read_records(params.data.validation_file)
         return cls(params, model_path, rollout_engine, sets={"validation": held_out}, profile=params.validation,
                    prompt=prompt, grading="train")
+
+    def validation_columns(self, label: str) -> dict[str, float]:
+        """The loaded weights validated: steps.csv's val_* columns and the time it took. Collective."""
+        t0 = time.perf_counter()
+        metrics, _, problems = self.evaluate(label)
+        return {**validation_columns(metrics, problems), "time_validation": time.perf_counter() - t0}
 
     def context_len(self) -> int:
         """The evaluation engine's context: a response with no cap of its own

@@ -59,3 +59,18 @@ def mean_over(per_set: dict[str, dict[str, float]]) -> dict[str, float]:
     out = {k: sum(m[k] for m in per_set.values()) / len(per_set) for k in keys if k != "n_problems"}
     out["n_problems"] = sum(m.get("n_problems", 0) for m in per_set.values())
     return dict(sorted(out.items()))
+
+
+def validation_columns(metrics: dict, problems: list[dict]) -> dict[str, float]:
+    """A validation's steps.csv columns: avg@k, pass@k and maj@k over its problems, and the 95%
+    bootstrap interval of avg@k over them (what the tuning sweep's table shows); {} off rank 0."""
+    from rlvr.stats import mean_ci
+
+    mean = metrics.get("mean", {})
+    out = {f"val_{m}": mean[m] for m in ("avg@k", "pass@k", "maj@k") if m in mean}
+    if problems:
+        import numpy as np
+
+        _, out["val_avg@k_low"], out["val_avg@k_high"] = mean_ci([np.array([p["correct"] / p["k"]
+                                                                             for p in problems])])
+    return out

@@ -1,11 +1,12 @@
 """Token entropies of the policy's distribution: the full one, and the nucleus
 (top-p within top-k) one SIREN's official code measures, as values and as
-differentiable terms."""
+differentiable terms; and the meter of a step's pi_old entropies."""
 
 from __future__ import annotations
 
 import torch
 
+from rlvr import distributed
 from rlvr.training.logit_blocks import LogitBlocks, compute_dtype
 
 
@@ -63,3 +64,41 @@ def measured_entropies(logits: torch.Tensor, temperature: float, names, topp: di
         for n in names:
             out[n][s] = entropy_of(n, z, topp)
     return out
+
+
+class EntropyMeter:
+    """pi_old's entropies over a step's response tokens (device sums, read once
+    per step), and on the first step of an objective with an anchor (SIREN)
+    the top-p entropies it comes from."""
+
+    def __init__(self, keep_for_anchor: bool = False):
+        self.keep_for_anchor = keep_for_anchor
+        self.sums: dict[str, torch.Tensor] = {}
+        self.tokens = 0.0
+        self.perplexity_sum: torch.Tensor | float = 0.0  # over responses: exp(-mean token log-prob)
+        self.responses = 0.0
+        self.kept: list[tuple[dict[str, torch.Tensor], torch.Tensor]] = []
+
+    def add(self, out: dict[str, torch.Tensor], mask: torch.Tensor, tokens: int) -> None:
+        for name in ENTROPIES:
+            total = (out[name].detach() * mask).sum().double()
+            self.sums[name] = self.sums[name] + total if name in self.sums else total
+        self.tokens += tokens
+        self.perplexity_sum = self.perplexity_sum + response_perplexity(out["logp"].detach(), mask).sum().double()
+        self.responses += mask.shape[0]
+        if self.keep_for_anchor:
+            self.kept.append(({name: out[name].detach() for name in ENTROPIES}, mask))
+
+    def anchor(self, value) -> float:
+        """Over every rollout of the step on every rank: the response-weighted
+        mean of `value(entropies, mask)` per pi_old pass."""
+        weighted = sum(value(h, m) * m.shape[0] for h, m in self.kept)
+        rows = sum(m.shape[0] for _, m in self.kept)
+        weighted, rows = distributed.all_sum([weighted, float(rows)])
+        return weighted / rows
+
+
+def response_perplexity(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """[N] exp(-mean token log-prob) of each response under pi_old's sampling
+    distribution (SIREN's perplexity analysis); an empty response gives 1."""
+    return torch.exp(-(logp * mask).sum(-1) / mask.sum(-1).clamp(min=1))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rlvr import distributed
 from rlvr.run_files import Snapshots, StepLog
-from rlvr.training import checkpoint
+from rlvr.training import checkpoint, resume
 from rlvr.training.engine import full_weights
 
 
@@ -60,10 +60,10 @@ class RunOutputs:
 
     def save_checkpoint(self, engine, state: dict) -> None:
         """The engine's weights and optimizer with the trainer's `state`; a stale
-        checkpoint set aside (checkpoint.usable_state) goes once it exists. Collective."""
+        checkpoint set aside (rlvr.training.resume) goes once it exists. Collective."""
         checkpoint.save(engine, self.ckpt_dir, state, self.ranks)
         if self.ranks.main:
-            checkpoint.drop_aside(*self.set_aside)
+            resume.drop_aside(*self.set_aside)
 
     @property
     def set_aside(self) -> tuple[Path, ...]:

@@ -1,22 +1,19 @@
 """The RL loop: vLLM rollouts -> verifier rewards -> DeepSpeed updates -> weight push.
 
 One rollout step, on every rank of a data-parallel job (one rank without a launcher):
-  1. this rank's share of the step's B questions, n responses each from its
-     own vLLM engine (pi_old), graded and shaped (rlvr.rollout.groups)
-  2. the update (rlvr.training.update): pi_old's log-probs, then epochs x mini-batches
-     of loss calls, one optimizer step per mini-batch; the objective's
-     settings say what the loss needs (entropies, whole groups, a reference
-     model, an anchor), so nothing here knows an objective by name
+  1. this rank's share of the step's B questions, n responses each from its own
+     vLLM engine (pi_old), graded and shaped (rlvr.rollout.groups)
+  2. the update (rlvr.training.update): pi_old's log-probs, then epochs x mini-batches of
+     loss calls, one optimizer step per mini-batch, as the objective's settings say
+     (nothing here knows an objective by name)
   3. the new weights pushed into this rank's vLLM engine in place
   4. metrics reduced over ranks (rlvr.training.step_metrics); rank 0 writes them
-  5. every train.eval_every steps and at the last: validation, the light
-     profile (validation:) on the problems held out of the training mixture,
-     in the same engine; a step that beats every earlier one is kept as an
-     HF snapshot (the best on validation), the one it beats is deleted once a
-     checkpoint records the new best
+  5. every train.eval_every steps and at the last: validation (the light profile,
+     validation:) on the problems held out of the training mixture; a step that beats
+     every earlier one is kept as the best-on-validation snapshot
 
-Rank 0 alone writes steps.csv, MLflow, snapshots and the final model
-(rlvr.run_files); checkpoints are collective.
+Rank 0 alone writes steps.csv, MLflow, snapshots and the final model (rlvr.run_files);
+checkpoints are collective.
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ import signal
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 from tqdm.auto import tqdm
 
@@ -39,10 +35,9 @@ from rlvr.run_files import Snapshots, StepLog
 from rlvr.schema import settings_hash
 from rlvr.settings.methods import MethodConfig
 from rlvr.settings.sections import Params
-from rlvr.stats import mean_ci
 from rlvr.stopping import StopRequest, TrainingFailed, TrainingStopped
 from rlvr.tracking.tracker import NullTracker
-from rlvr.training import checkpoint
+from rlvr.training import checkpoint, resume
 from rlvr.training.engine import full_weights, policy_engines, warmup_lr
 from rlvr.training.gpu_memory import PhaseMemory
 from rlvr.training.outputs import RunOutputs
@@ -110,11 +105,9 @@ class Trainer:
         self.outputs = RunOutputs(self.ranks, self.step_log, self.tracker, self.ckpt_dir, self.final_dir, self.snapshots,
                                   self.settings.zero_stage, self.params.tracking.log_completions)
         hold(self.lock, self.ranks)
-        fix = (f"restore it and rerun to resume, or start this run afresh with `python stages/train.py --method "
-               f"{self.method.name} --seed {self.settings.seed} --fresh` (it and the step log are set aside, not "
-               "deleted)")
-        state = checkpoint.usable_state(self.ckpt_dir, self.identity, self.fresh_on_change, self._say,
-                                        self.outputs.set_aside, self.fresh_if_damaged, fix)  # before any engine
+        state = resume.usable_state(self.ckpt_dir, self.identity, self.fresh_on_change, self._say,
+                                    self.outputs.set_aside, self.fresh_if_damaged,
+                                    resume.fresh_hint(self.method.name, self.settings.seed))  # before any engine
         self.tracker.start(resume=(state or {}).get("tracking_run_id"))  # a resumed training keeps its run
         self.tokenizer = self.outputs.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
@@ -163,8 +156,6 @@ class Trainer:
         if self.ranks.main:
             print(f"[train@{self.method.name}] {text}", flush=True)
 
-    # ---- the loop -------------------------------------------------------------
-
     def train(self) -> list[dict]:
         """Every step; failing before its first checkpoint, a fresh start gives back what it set
         aside. A stop asked for at any moment from here on (setup included) ends at a safe point."""
@@ -172,7 +163,7 @@ class Trainer:
             with self.stop:
                 return self._train()
         except BaseException:
-            if self.lock.held and self.ranks.main and checkpoint.restore_aside(*self.outputs.set_aside):
+            if self.lock.held and self.ranks.main and resume.restore_aside(*self.outputs.set_aside):
                 self._say(f"the checkpoint set aside is back in {self.ckpt_dir}")
             raise
         finally:
@@ -229,7 +220,7 @@ class Trainer:
                                      "rerun to resume once the grader works (verifier:)") from None
             raise TrainingStopped(f"stopped by {self._stop_cause()} {dropped}; rerun to resume") from None
 
-    def _held(self) -> str:
+    def _held(self) -> str:  # what a stop leaves
         return f"the checkpoint holds step {self.saved_step}" if self.saved_step else "no step was complete"
 
     def _stop_cause(self) -> str:
@@ -238,8 +229,7 @@ class Trainer:
         return "request" if self.stop_after else "a signal to another rank"
 
     def request_stop(self, after_step: int | None = None) -> None:
-        """Stop as a scheduler's SIGTERM does, or, with `after_step`, once that
-        step is complete and checkpointed (TrainingStopped either way)."""
+        """Stop as a SIGTERM does, or once step `after_step` is checkpointed (TrainingStopped)."""
         if after_step is None:
             self.stop.request(signal.SIGTERM)
         self.stop_after = after_step
@@ -265,7 +255,7 @@ class Trainer:
         self.rollout_engine.sleep()  # frees the GPU memory vLLM holds (KV cache, weights) for the update
         groups = training_groups(collected.groups, self.settings, self.ranks)
         memory.update_starts()
-        self.anchor, self.old_pass_groups = self.update.run(groups, self.sampler.position, self.anchor, metrics, timer)
+        self.anchor = self.update.run(groups, self.sampler.position, self.anchor, metrics, timer)
         memory.update_done()
         metrics.maxima.update(memory.gib)
         with timer("weight_push"):
@@ -281,8 +271,7 @@ class Trainer:
         self._check_bad_steps(row.pop("skipped_step", 0.0) > 0)
         return row
 
-    def _check_bad_steps(self, bad: bool) -> None:
-        """`bad` is already reduced over ranks, so every rank stops together."""
+    def _check_bad_steps(self, bad: bool) -> None:  # `bad` is reduced over ranks: every rank stops together
         self.bad_in_a_row = self.bad_in_a_row + 1 if bad else 0
         if self.bad_in_a_row >= self.settings.max_bad_steps:
             self._save(None)
@@ -297,15 +286,8 @@ class Trainer:
             from rlvr.evaluation.evaluator import Evaluator
 
             self.validator = Evaluator.validation(self.params, self.model_path, self.rollout_engine, self.prompt)
-        t0 = time.perf_counter()
-        metrics, _, problems = self.validator.evaluate(f"validate step {step}")
-        mean = metrics.get("mean", {})
-        score = distributed.all_sum([mean.get("avg@k", 0.0) if self.ranks.main else 0.0])[0]  # rank 0's
-        row.update({f"val_{m}": mean[m] for m in ("avg@k", "pass@k", "maj@k") if m in mean})
-        if problems:  # rank 0: the 95% interval of avg@k over the validation problems (the sweep's table reads it)
-            _, row["val_avg@k_low"], row["val_avg@k_high"] = mean_ci([np.array([p["correct"] / p["k"]
-                                                                               for p in problems])])
-        row["time_validation"] = time.perf_counter() - t0
+        row.update(self.validator.validation_columns(f"validate step {step}"))
+        score = distributed.all_sum([row.get("val_avg@k", 0.0) if self.ranks.main else 0.0])[0]  # rank 0's
         if self.best is not None and score <= self.best["score"]:
             return False
         self.best = {"step": step, "score": score}

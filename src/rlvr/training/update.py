@@ -25,49 +25,11 @@ from rlvr import distributed
 from rlvr.objectives.base import MiniBatchTotals, PolicyBatch, policy_kl
 from rlvr.rollout.groups import Group
 from rlvr.settings.call_plan import CallPlan
-from rlvr.training.entropy import ENTROPIES
+from rlvr.training.entropy import ENTROPIES, EntropyMeter
 from rlvr.training.loss_calls import Row, plan_calls, row_tokens, rows_of
 from rlvr.training.packing import Packed, pack, pack_flat
 from rlvr.training.policy import evaluate_tokens
 from rlvr.training.step_metrics import StepMetrics
-
-
-class EntropyMeter:
-    """pi_old's entropies over a step's response tokens (device sums, read once
-    per step), and on the first step of an objective with an anchor (SIREN)
-    the top-p entropies it comes from."""
-
-    def __init__(self, keep_for_anchor: bool = False):
-        self.keep_for_anchor = keep_for_anchor
-        self.sums: dict[str, torch.Tensor] = {}
-        self.tokens = 0.0
-        self.perplexity_sum: torch.Tensor | float = 0.0  # over responses: exp(-mean token log-prob)
-        self.responses = 0.0
-        self.kept: list[tuple[dict[str, torch.Tensor], torch.Tensor]] = []
-
-    def add(self, out: dict[str, torch.Tensor], mask: torch.Tensor, tokens: int) -> None:
-        for name in ENTROPIES:
-            total = (out[name].detach() * mask).sum().double()
-            self.sums[name] = self.sums[name] + total if name in self.sums else total
-        self.tokens += tokens
-        self.perplexity_sum = self.perplexity_sum + response_perplexity(out["logp"].detach(), mask).sum().double()
-        self.responses += mask.shape[0]
-        if self.keep_for_anchor:
-            self.kept.append(({name: out[name].detach() for name in ENTROPIES}, mask))
-
-    def anchor(self, value) -> float:
-        """Over every rollout of the step on every rank: the response-weighted
-        mean of `value(entropies, mask)` per pi_old pass."""
-        weighted = sum(value(h, m) * m.shape[0] for h, m in self.kept)
-        rows = sum(m.shape[0] for _, m in self.kept)
-        weighted, rows = distributed.all_sum([weighted, float(rows)])
-        return weighted / rows
-
-
-def response_perplexity(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """[N] exp(-mean token log-prob) of each response under pi_old's sampling
-    distribution (SIREN's perplexity analysis); an empty response gives 1."""
-    return torch.exp(-(logp * mask).sum(-1) / mask.sum(-1).clamp(min=1))
 
 
 def response_tokens(rows: list[Row]) -> int:
@@ -111,7 +73,6 @@ class PolicyUpdate:
             raise ValueError(f"{objective.objective} with these settings needs a reference model (ref_model)")
         self.plan = CallPlan(train, ranks.world, self.needs.whole_groups)  # how a mini-batch becomes loss calls
         self.topp = {"top_p": self.needs.topp[0], "top_k": self.needs.topp[1]}
-        self.reuse_first_forward = True  # False: a separate pi_old pass for every group (tests compare the two)
 
     @property
     def measures_anchor(self) -> bool:
@@ -165,7 +126,7 @@ class PolicyUpdate:
         but the first mini-batch's, or all of them on the first step of an
         objective with an anchor (over every rollout of the step, it must
         exist before the first loss)."""
-        skip = 0 if anchor_pending or not self.reuse_first_forward else 1
+        skip = 0 if anchor_pending else 1
         return [r for mb in first_epoch[skip:] for r in mb]
 
     @torch.no_grad()
@@ -214,9 +175,9 @@ class PolicyUpdate:
                                 groups=max(summed[j + 2], 1.0)) for j in range(0, len(summed), 3)]
 
     def run(self, groups: list[Group], position: int, anchor: float | None, metrics: StepMetrics,
-            timer) -> tuple[float | None, int]:
-        """The whole update of one rollout step. Returns the objective's anchor
-        (measured on its first step) and how many groups had a pi_old pass of their own."""
+            timer) -> float | None:
+        """The whole update of one rollout step. Returns the objective's anchor (measured on
+        its first step); the step reports how many groups had a pi_old pass of their own."""
         epochs = [self.mini_batches(order) for order in self.epoch_orders(groups, position)]
         pending = self.measures_anchor and anchor is None
         meter = EntropyMeter(keep_for_anchor=pending)
@@ -229,7 +190,8 @@ class PolicyUpdate:
             self._loss_calls([mb for epoch in epochs for mb in epoch], meter, metrics, anchor)
         metrics.add_entropies(meter.sums, meter.tokens)
         metrics.add("perplexity", meter.perplexity_sum, meter.responses)
-        return anchor, len({id(g) for g, _ in separate})
+        metrics.totals["old_pass_groups"] += len({id(g) for g, _ in separate})
+        return anchor
 
     def _loss_calls(self, mini_batches: list[list[Row]], meter: EntropyMeter, metrics: StepMetrics,
                     anchor: float | None) -> None:
@@ -287,11 +249,10 @@ class PolicyUpdate:
         return skipped
 
     def silent(self, rows: list[Row], on_policy: bool) -> bool:
-        """Whether the call's gradient is exactly zero before it is computed: every
-        group in it has equal rewards and the objective declares such a group
-        silent (Needs.silent_uniform_groups), on this call. Its forward still runs,
-        without a graph, for pi_old's log-probs and the step's metrics. Not where
-        a call's scores are gathered over ranks: the ranks' calls must agree."""
+        """The call's gradient is exactly zero before it is computed: every group in it has
+        equal rewards and the objective declares such a group silent on this call
+        (Needs.silent_uniform_groups); not where the ranks' calls are gathered (they must
+        agree). Its forward still runs, without a graph, for pi_old and the metrics."""
         mode = self.needs.silent_uniform_groups
         if mode == "never" or (mode == "on_policy" and not on_policy) or self.plan.gathered:
             return False
