@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def measure(block_size: int, problems: int, model: str) -> dict:
     from rlvr.data.prompts import prompt_token_ids
     from rlvr.data.records import read_records
-    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.rollout.vllm_engine import RolloutEngine
     from rlvr.settings.load import load_params
 
     params = load_params(ROOT / "params.yaml")

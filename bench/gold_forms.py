@@ -4,7 +4,7 @@ SIREN's reward parses the training parquet's `reward_model.ground_truth`
 exactly as stored; the loader's split_answer would clean it first (`$`
 removed, a trailing `.0` dropped, a list literal split). This counts, over
 Openr1-Math-46k-8192's rows, the golds that cleaning changes and the rows
-whose SIREN training reward (rlvr.grading.siren.siren_reward_group) differs
+whose SIREN training reward (rlvr.grading.siren_official.siren_reward_group) differs
 between the two forms for a response that boxes either form: the reason the
 recipe keeps the gold as stored (sources.HUB's gold_as_stored).
 
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def compare(records) -> dict:
     """Counts of changed golds and of rows whose reward the cleaning flips, and a few examples."""
     from rlvr.data.sources import split_answer
-    from rlvr.grading.siren import siren_reward_group
+    from rlvr.grading.siren_official import siren_reward_group
 
     changed, flipped, examples = 0, 0, []
     for r in records:

@@ -118,7 +118,7 @@ def check_objective_steps(device, cpu: bool) -> None:
 
     from rlvr.distributed import Ranks
     from rlvr.objectives.registry import objective
-    from rlvr.training.engine import adamw, deepspeed_config
+    from rlvr.training.deepspeed_engine import adamw, deepspeed_config
     from rlvr.training.step_metrics import PhaseTimer, StepMetrics
     from rlvr.training.update import PolicyUpdate
 
@@ -377,7 +377,7 @@ def check_checkpoint(device, cpu: bool) -> None:
     from rlvr.distributed import Ranks
     from rlvr.settings.train import TrainParams
     from rlvr.training import checkpoint
-    from rlvr.training.engine import adamw, deepspeed_config
+    from rlvr.training.deepspeed_engine import adamw, deepspeed_config
 
     t = TrainParams(bf16=not cpu, zero_stage=0 if cpu else 2, lr=1e-3)
     model = tiny_qwen2(1000, device, torch.bfloat16 if t.bf16 else torch.float32)

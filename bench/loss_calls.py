@@ -48,7 +48,7 @@ def main() -> int:
     ap.add_argument("--method", default="grpo")
     args = ap.parse_args()
 
-    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.rollout.vllm_engine import RolloutEngine
     from rlvr.settings.load import load_params
     from rlvr.settings.methods import method_config
     from rlvr.training.step_metrics import PhaseTimer

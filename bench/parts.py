@@ -64,7 +64,7 @@ def questions(count: int, tokenizer) -> list[tuple[str, list[str]]]:
 
 def _vllm_engine_and_prompts(rounds: int):
     """A started, warmed-up engine and the prompts of `rounds` batches."""
-    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.rollout.vllm_engine import RolloutEngine
 
     work, _ = default_work()
     t0 = time.perf_counter()
@@ -202,7 +202,7 @@ def step_summary(rows: list[dict]) -> dict:
 
 def project_step(method: str = "grpo", steps: int = 2) -> dict:
     """The project's RL step: vLLM rollout, verifier, old log-probs, DeepSpeed update, weight push."""
-    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.rollout.vllm_engine import RolloutEngine
 
     params = load_params()
     mc = _method(method, steps=steps)
@@ -214,7 +214,7 @@ def project_step(method: str = "grpo", steps: int = 2) -> dict:
 
 def project_scaling(steps: int = 1, ns=(4, 8, 16), lengths=(64, 128, 256)) -> dict:
     """Step time as n and the max response length grow (one engine for all)."""
-    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.rollout.vllm_engine import RolloutEngine
 
     params = load_params()
     work, _ = default_work()

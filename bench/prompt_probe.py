@@ -41,7 +41,7 @@ def main() -> None:
     from rlvr.data.prompts import prompt_token_ids
     from rlvr.grading.grades import OK
     from rlvr.grading.pool import Verifier, grading_job
-    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.rollout.vllm_engine import RolloutEngine
     from rlvr.settings.prompt import PromptParams
 
     levels = [int(x) for x in args.levels.split(",")]

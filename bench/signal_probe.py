@@ -57,7 +57,7 @@ def main() -> None:
     from rlvr.data.prompts import prompt_token_ids
     from rlvr.data.records import read_records
     from rlvr.grading.pool import Verifier, grading_job
-    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.rollout.vllm_engine import RolloutEngine
     from rlvr.settings.load import load_params
 
     params = load_params(ROOT / "params.yaml")

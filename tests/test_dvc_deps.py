@@ -125,6 +125,14 @@ def test_stages_that_do_not_train_import_no_loss(stage):
     assert losses == set()
 
 
+def test_checking_params_imports_no_training_code():
+    """check_params runs first on every params change: it reads the settings and sizes the
+    memory budget, never the trainer (its buffer sizes live in rlvr.settings.buffers)."""
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    script, _ = stage_scripts(dvc)["check_params"]
+    assert {f for f in closure(script) if {"training", "rollout", "evaluation"} & set(f.parts)} == set()
+
+
 def test_the_train_stage_depends_on_every_objective_module(tmp_path):
     """A new objective module is a train dep without editing dvc.yaml: the
     stage depends on the objectives' directory, whose registry imports them all."""
@@ -143,7 +151,7 @@ def test_layers_have_no_back_edges():
     assert closure(rlvr / "schema.py") == set()
     assert {f for f in closure(rlvr / "settings" / "sections.py") if "settings" not in f.parts} == \
         {rlvr / "__init__.py", rlvr / "schema.py"}
-    for component in ("training/policy.py", "rollout/engine.py", "rollout/groups.py", "training/loss_calls.py",
+    for component in ("training/policy.py", "rollout/vllm_engine.py", "rollout/groups.py", "training/loss_calls.py",
                       "settings/load.py", "evaluation/evaluator.py"):
         assert not {f for f in closure(rlvr / component) if "objectives" in f.parts}, component
 

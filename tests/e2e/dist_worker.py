@@ -17,7 +17,7 @@ import yaml
 
 from rlvr import distributed
 from rlvr.data.prepare import prepare
-from rlvr.rollout.engine import RolloutEngine
+from rlvr.rollout.vllm_engine import RolloutEngine
 from rlvr.rollout.groups import Group, share_unit
 from rlvr.settings.load import parse_params
 from rlvr.settings.methods import method_config

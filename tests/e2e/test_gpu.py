@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 @pytest.fixture(scope="module")
 def cuda_engine(tiny_model):
     from rlvr import distributed
-    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.rollout.vllm_engine import RolloutEngine
 
     distributed.init(600)
     return RolloutEngine(str(tiny_model), dtype="bfloat16", max_model_len=512, enforce_eager=False, seed=0,
@@ -35,7 +35,7 @@ def cuda_engine(tiny_model):
 def test_weight_push_into_a_sleeping_engine(cuda_engine, tiny_model):
     """Sleep (level 2), wake the weights, push, wake the KV cache: the engine
     generates with the pushed weights (the same weights give the same greedy text)."""
-    from rlvr.rollout.engine import load_safetensors
+    from rlvr.rollout.vllm_engine import load_safetensors
 
     before = cuda_engine.generate(["1 + 1 ="], n=1, temperature=0.0, top_p=1.0, max_tokens=8, progress=False)
     free_awake = torch.cuda.mem_get_info()[0]
@@ -119,7 +119,7 @@ def test_a_streamed_reference_holds_one_layer_on_the_gpu_and_gives_the_resident_
 
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from rlvr.training.engine import streamed
+    from rlvr.training.deepspeed_engine import streamed
     from rlvr.training.packing import pack
     from rlvr.training.policy import evaluate_tokens
 

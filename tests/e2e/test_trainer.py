@@ -18,12 +18,12 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, tiny_model):
     from rlvr.data.prepare import prepare
-    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.rollout.vllm_engine import RolloutEngine
 
     tmp = tmp_path_factory.mktemp("train")
     params = parse_params(tiny_params(tmp))
     prepare(params.data)
-    # asleep during each update and woken by the push, as on a GPU (rlvr.rollout.engine)
+    # asleep during each update and woken by the push, as on a GPU (rlvr.rollout.vllm_engine)
     engine = RolloutEngine(str(tiny_model), max_model_len=512, kv_cache_gib=1, seed=0, sleep_mode=True)
     yield params, engine, tmp
 

@@ -9,7 +9,7 @@ from helpers import REPO
 
 from rlvr.data.records import Record, write_jsonl
 from rlvr.grading.agreement import KINDS, THINK, compare, run_samples, synthetic_endings
-from rlvr.report.sections import agreement_section
+from rlvr.report.tables import agreement_section
 
 
 def test_synthetic_endings_cover_every_kind_from_the_benchmarks_golds():

@@ -7,7 +7,7 @@ from rlvr.grading.deepscaler import deepscaler_group, grade_mathd, grade_sympy, 
 from rlvr.grading.grades import NO_ANSWER, OK
 from rlvr.grading.math_verify_grader import grade_group
 from rlvr.grading.pool import Verifier
-from rlvr.grading.siren import siren_eval_group, siren_reward_group
+from rlvr.grading.siren_official import siren_eval_group, siren_reward_group
 from rlvr.schema import ConfigError
 from rlvr.settings.load import parse_params
 

@@ -348,7 +348,7 @@ def test_dapo_reward_is_plus_minus_one_and_the_filter_reads_accuracy():
 
 
 def test_warmup_is_linear_over_rollout_steps_and_starts_at_zero():
-    from rlvr.training.engine import warmup_lr
+    from rlvr.training.deepspeed_engine import warmup_lr
 
     assert [warmup_lr(s, 1e-6, 5) for s in range(7)] == pytest.approx([0, 2e-7, 4e-7, 6e-7, 8e-7, 1e-6, 1e-6])
     assert warmup_lr(0, 1e-6, 0) == 1e-6

@@ -173,7 +173,7 @@ def test_the_report_leads_with_its_answer(report):
     the contents link every detail heading."""
     from rlvr.report.claims import all_claim_rows
     from rlvr.report.format import slug
-    from rlvr.report.load import load_results
+    from rlvr.report.inputs import load_results
 
     root, out = report
     md = (root / "reports/results.md").read_text()
@@ -447,7 +447,7 @@ def test_diversity_section_pass_curve_and_their_claims(tmp_path, repo):
     """Distinct answers and perplexity per problem (problems.jsonl), their
     means with intervals, the pass@k curve from the unbiased estimator, and the
     claim rows SIREN's analysis makes."""
-    from rlvr.report.load import load_results
+    from rlvr.report.inputs import load_results
 
     runs = [Run("base"), Run("grpo", 0), Run("siren", 0)]
     for run, c in zip(runs, ({"a": 1, "b": 0, "c": 0}, {"a": 2, "b": 0, "c": 1}, {"a": 2, "b": 1, "c": 1})):
@@ -500,7 +500,7 @@ def test_a_released_checkpoint_is_a_marked_row_and_never_a_baseline(tmp_path, re
 
 def test_the_aime_claim_reads_only_aime_and_only_where_it_was_evaluated(tmp_path, repo, monkeypatch):
     from rlvr.report.claims import all_claim_rows
-    from rlvr.report.load import load_results
+    from rlvr.report.inputs import load_results
 
     runs = [Run("base"), Run("grpo", 0), Run("siren", 0)]
     monkeypatch.setitem(globals(), "BENCH", {"aime24": ["a", "b"], "math500": ["c"]})
@@ -684,7 +684,7 @@ def test_the_new_claim_rows_by_hand(tmp_path, repo):
     sweep's two directions and DisCO (8k) beside DeepScaleR's 24k/32k row,
     each with where the paper states it."""
     from rlvr.report.claims import all_claim_rows
-    from rlvr.report.load import load_results
+    from rlvr.report.inputs import load_results
 
     runs = [Run("base"), Run("grpo", 0), Run("disco_logl", 0), Run("grpo_rw", 0), Run("siren", 0),
             Run("entropy_reg_small", 0), Run("entropy_reg_large", 0), Run("deepscaler_preview_32k", external=True)]
@@ -755,7 +755,7 @@ def test_a_claim_on_a_column_never_logged_has_no_row(tmp_path, repo):
     """Without validation (eval_every 0) no step logs val_pass@k: SIREN's
     validation claims are left out, not shown as nan."""
     from rlvr.report.claims import all_claim_rows
-    from rlvr.report.load import load_results
+    from rlvr.report.inputs import load_results
 
     runs = [Run("base"), Run("grpo", 0), Run("siren", 0)]
     for run in runs:

@@ -22,7 +22,7 @@ from vllm.v1.worker.cpu_worker import CPUWorker
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.gpu_worker import Worker as GPUWorker
 
-from rlvr.rollout.engine import WAKE_KV_CACHE, WAKE_WEIGHTS, RolloutEngine, engine_kwargs, load_safetensors
+from rlvr.rollout.vllm_engine import WAKE_KV_CACHE, WAKE_WEIGHTS, RolloutEngine, engine_kwargs, load_safetensors
 
 GPU_KWARGS = engine_kwargs("m", "bfloat16", 9216, False, 7, 0.4, sleep_mode=True, cuda=True, world=8, block_size=32)
 

@@ -54,7 +54,7 @@ ENGINE = """
 import sys, torch
 from transformers import LlamaConfig, LlamaForCausalLM
 from rlvr.settings.train import TrainParams
-from rlvr.training.engine import policy_engines
+from rlvr.training.deepspeed_engine import policy_engines
 LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                              num_attention_heads=2, num_key_value_heads=1)).save_pretrained(sys.argv[1])
 t = TrainParams(lr=1e-3, zero_stage=0, bf16=False)

@@ -1,5 +1,5 @@
 """train.ref_offload: the reference model's layers stay in CPU memory and visit the
-device one at a time (rlvr.training.engine.streamed); its log-probs are the resident
+device one at a time (rlvr.training.deepspeed_engine.streamed); its log-probs are the resident
 model's."""
 
 import copy
@@ -7,7 +7,7 @@ import copy
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from rlvr.training.engine import streamed
+from rlvr.training.deepspeed_engine import streamed
 from rlvr.training.packing import pack
 from rlvr.training.policy import evaluate_tokens
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from rlvr.settings.train import TrainParams
-from rlvr.training.engine import adamw, deepspeed_config
+from rlvr.training.deepspeed_engine import adamw, deepspeed_config
 
 CALLS = 8
 

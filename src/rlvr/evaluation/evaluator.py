@@ -44,7 +44,7 @@ class Evaluator:
                  profile: EvalParams | ValidationParams | None = None, prompt: PromptParams | None = None,
                  grading: str = "eval"):
         """`grading`: the grader's half, eval or train (validation during training grades as the rewards do)."""
-        from rlvr.rollout.engine import RolloutEngine
+        from rlvr.rollout.vllm_engine import RolloutEngine
 
         self.params, self.ranks, self.grading = params, distributed.ranks_from_env(), grading
         self.sets = eval_sets(params) if sets is None else sets
@@ -141,7 +141,7 @@ def run_evaluation(model_path: str | Path, params: Params, out_dir: str | Path, 
     under these settings. Rank 0 writes samples.jsonl and metrics.json (the
     final model) and by_step.json (each snapshot and the final model, with
     their validation scores)."""
-    from rlvr.rollout.engine import load_safetensors
+    from rlvr.rollout.vllm_engine import load_safetensors
 
     model_path, out_dir = Path(model_path), Path(out_dir)
     evaluator = Evaluator(params, str(model_path), rollout_engine)

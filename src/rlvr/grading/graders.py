@@ -1,7 +1,7 @@
 """The graders by name (`verifier.grader`), as a grading worker runs them:
 each has a training half (the rewards, and validation during training) and
 an evaluation half, the same function but for SIREN's, whose official code
-grades them differently (rlvr.grading.siren).
+grades them differently (rlvr.grading.siren_official).
 
 Each takes (golds, responses, timeout_s, answer_after) of one problem and
 returns its GroupGrade; ours also reads the question, to refuse an answer that
@@ -18,7 +18,7 @@ from rlvr.grading.answer_forms import MATH, NUMBER, number_answer
 from rlvr.grading.deepscaler import deepscaler_group
 from rlvr.grading.grades import NO_ANSWER, NOT_A_NUMBER, Grade, GroupGrade, answer_part
 from rlvr.grading.math_verify_grader import grade_group
-from rlvr.grading.siren import siren_eval_group, siren_reward_group
+from rlvr.grading.siren_official import siren_eval_group, siren_reward_group
 
 HALVES = ("train", "eval")
 GROUP_GRADERS = {"math_verify": {"train": grade_group, "eval": grade_group},  # keyed by rlvr.settings.sections.GRADERS (tests/grading/test_grader_names.py)

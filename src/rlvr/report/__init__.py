@@ -9,12 +9,12 @@ and reports/headline.json (the mean scores per method, for `dvc exp show`).
 Every number of ours carries a 95% bootstrap interval over problems; words
 such as "better" appear only where an interval allows them (rlvr.stats).
 
-load.py reads the runs, sections.py and claims.py make the tables,
+inputs.py reads the runs, tables.py and claims.py make the tables,
 figures.py the plots, format.py writes markdown and HTML, and build.py puts
 the sections (a list) and figures in order.
 """
 
 from rlvr.report.build import build_report
-from rlvr.report.load import per_problem
+from rlvr.report.inputs import per_problem
 
 __all__ = ["build_report", "per_problem"]

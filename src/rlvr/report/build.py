@@ -10,14 +10,14 @@ from pathlib import Path
 import yaml
 
 from rlvr.atomic import write_json, write_text
-from rlvr.report import sections as tables
+from rlvr.report import tables
 from rlvr.report.audit import audit, audit_section, flag_note
 from rlvr.report.checkpoints import checkpoint_section
 from rlvr.report.claims import all_claim_rows, claimed_papers, claims_summary, claims_table
 from rlvr.report.figure_set import figure_md, figures
 from rlvr.report.figures import scores_figure
 from rlvr.report.format import csv_cell, html, slug
-from rlvr.report.load import KINDS, MethodResults, load_results
+from rlvr.report.inputs import KINDS, MethodResults, load_results
 from rlvr.report.published import check_profile, paper_notes, paper_rows
 from rlvr.report.scale import RunScale, scale_section
 from rlvr.report.seeds import seeds_lead, seeds_section

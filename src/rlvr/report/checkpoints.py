@@ -9,7 +9,7 @@ import numpy as np
 
 from rlvr import stats
 from rlvr.report.format import fmt, markdown
-from rlvr.report.load import MethodResults, per_problem
+from rlvr.report.inputs import MethodResults, per_problem
 from rlvr.runs import BASE
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from rlvr import stats
 from rlvr.report.format import markdown
-from rlvr.report.load import MethodResults, per_problem
+from rlvr.report.inputs import MethodResults, per_problem
 from rlvr.runs import BASE
 
 

@@ -59,7 +59,7 @@ class TrainParams:
     @property
     def float32_gradients(self) -> bool:
         """Gradients accumulate over a mini-batch's loss calls and reduce over
-        ranks in float32 (rlvr.training.engine), as verl keeps them: always, but for
+        ranks in float32 (rlvr.training.deepspeed_engine), as verl keeps them: always, but for
         a bf16 model without ZeRO, where DeepSpeed refuses float32 accumulation."""
         return not self.bf16 or self.zero_stage > 0
 

@@ -108,7 +108,7 @@ def dry_run(recipe_path: Path, tokenizer_dir: Path, work: Path, vendor_dir: Path
     from rlvr.data.prepare import prepare
     from rlvr.evaluation.evaluator import model_source, run_evaluation
     from rlvr.model import materialize
-    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.rollout.vllm_engine import RolloutEngine
     from rlvr.runs import Run
     from rlvr.settings.methods import method_config, parse_recipe
     from rlvr.training.trainer import Trainer
@@ -162,7 +162,7 @@ def report_tables(params, methods: list[str], work: Path, paper_path: Path) -> d
     """The report's checkpoint section and claims table, fed from the dry run's outputs."""
     from rlvr.report.checkpoints import checkpoint_section
     from rlvr.report.claims import all_claim_rows, claims_table
-    from rlvr.report.load import load_results
+    from rlvr.report.inputs import load_results
     from rlvr.report.scale import RunScale
     from rlvr.runs import Run
 

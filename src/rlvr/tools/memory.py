@@ -20,13 +20,12 @@ import sys
 from pathlib import Path
 
 from rlvr.schema import ConfigError
+from rlvr.settings.buffers import HEAD_BLOCK_LOGITS, REDUCE_BUCKET
 from rlvr.settings.call_plan import CallPlan
 from rlvr.settings.load import load_params
 from rlvr.settings.methods import MethodConfig, method_config
 from rlvr.settings.sections import Params
 from rlvr.tools.model_shapes import ModelShape, model_shape
-from rlvr.training.engine import REDUCE_BUCKET
-from rlvr.training.policy import HEAD_BLOCK_LOGITS
 
 GIB = 1 << 30
 GPU_80GB_GIB = 79.2  # what torch.cuda.get_device_properties reports for an "80 GB" A100 or H100

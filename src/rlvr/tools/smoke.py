@@ -210,7 +210,7 @@ def smoke_checks(params, methods: list, work: Path, tiny: bool, source: str, ran
     from rlvr import distributed
     from rlvr.data.prepare import prepare
     from rlvr.model import materialize
-    from rlvr.rollout.engine import RolloutEngine
+    from rlvr.rollout.vllm_engine import RolloutEngine
 
     first = methods[0]
     model = f"a tiny model of {source}'s architecture, taught to answer" if tiny else source

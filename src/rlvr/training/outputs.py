@@ -11,7 +11,7 @@ from pathlib import Path
 from rlvr import distributed
 from rlvr.run_files import Snapshots, StepLog
 from rlvr.training import checkpoint, resume
-from rlvr.training.engine import full_weights
+from rlvr.training.deepspeed_engine import full_weights
 
 
 def completion_rows(groups: list, tokenizer, n: int, step: int) -> list[dict]:

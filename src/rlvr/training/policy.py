@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from rlvr.settings.buffers import HEAD_BLOCK_LOGITS
 from rlvr.training.entropy import ENTROPIES, entropy_of, measured_entropies
 from rlvr.training.logit_blocks import CHUNK_ROWS, LogitBlocks, compute_dtype
 from rlvr.training.packing import Packed
@@ -149,7 +150,6 @@ def _chunked(head, rows: int) -> bool:
     return getattr(head, "bias", None) is None and not hasattr(w, "ds_id") and rows * w.shape[0] > CHUNKED_ABOVE
 
 
-HEAD_BLOCK_LOGITS = 1 << 27  # float32 logits per LM-head row block on a GPU: 512 MiB (rlvr.tools.memory counts them)
 
 
 def _head_rows(vocab: int) -> int:

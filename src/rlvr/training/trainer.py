@@ -38,7 +38,7 @@ from rlvr.settings.sections import Params
 from rlvr.stopping import StopRequest, TrainingFailed, TrainingStopped
 from rlvr.tracking.tracker import NullTracker
 from rlvr.training import checkpoint, resume
-from rlvr.training.engine import full_weights, policy_engines, warmup_lr
+from rlvr.training.deepspeed_engine import full_weights, policy_engines, warmup_lr
 from rlvr.training.gpu_memory import PhaseMemory
 from rlvr.training.outputs import RunOutputs
 from rlvr.training.run_lock import RunLock, hold
@@ -117,7 +117,7 @@ class Trainer:
         self.update = PolicyUpdate(self.ds_engine, registry.objective(self.objective.objective).loss, self.objective,
                                    self.settings, self.pad_id, self.ranks, self.device, ref_model=ref_model)
         if self.rollout_engine is None:
-            from rlvr.rollout.engine import RolloutEngine
+            from rlvr.rollout.vllm_engine import RolloutEngine
 
             self.rollout_engine = RolloutEngine.from_params(self.model_path, self.params.engine,
                                                             self.params.model.dtype, seed=rollout_seed,

@@ -12,9 +12,9 @@ from contextlib import contextmanager
 import torch
 
 from rlvr.distributed import skip_cpu_shm_op
+from rlvr.settings.buffers import REDUCE_BUCKET
 from rlvr.training.packing import attention_implementation
 
-REDUCE_BUCKET = 200_000_000  # elements: DeepSpeed's reduce / all-gather bucket size (rlvr.tools.memory counts two)
 
 
 def deepspeed_config(t, world: int) -> dict:

@@ -1,4 +1,4 @@
-"""The report's tables, each a function of the loaded results (rlvr.report.load)."""
+"""The report's tables, each a function of the loaded results (rlvr.report.inputs)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from rlvr import stats
 from rlvr.report.claim_stats import verdict
 from rlvr.report.format import Cell, fmt, markdown
-from rlvr.report.load import DIVERSITY, MethodResults, per_problem
+from rlvr.report.inputs import DIVERSITY, MethodResults, per_problem
 from rlvr.runs import BASE
 
 
