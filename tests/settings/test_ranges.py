@@ -3,6 +3,7 @@ named where it was written: the core sections, `train:` and a method's
 override of it, and each registered objective's own settings."""
 
 import copy
+import re
 
 import pytest
 import yaml
@@ -105,8 +106,8 @@ def test_numbers_read_as_dvc_writes_them(tmp_path, written, value):
     DVC (YAML 1.2) reads a float, and so must the stages."""
     text = (REPO / "params.yaml").read_text()
     lr = tmp_path / "params.yaml"
-    lr.write_text(text.replace("\n  lr: 3.0e-5", f"\n  lr: {written}", 1) if written[0] != "-" else
-                  text.replace("\n  weight_decay: 0.0", f"\n  weight_decay: {written}", 1))
+    key = "lr" if written[0] != "-" else "weight_decay"
+    lr.write_text(re.sub(rf"\n  {key}: \S+", f"\n  {key}: {written}", text, count=1))
     if written[0] == "-":  # a negative weight decay: a float, so its range (not its type) refuses it
         with pytest.raises(ConfigError, match=r"'train.weight_decay' must be >= 0"):
             load_params(lr)
