@@ -299,25 +299,46 @@ def test_push_pull_reproduces_every_table_without_retraining(pipeline, tmp_path)
 
 
 def test_queued_experiments_land_in_the_main_mlflow_store(pipeline):
-    """dvc exp run --queue twice, dvc queue start: both experiments in dvc exp show,
-    and their MLflow runs in the user's store (not the temporary copy's), tagged.
-    Each reruns the report alone: every stage tracks through the same code, and
-    a training's own resume and tracking are the stopping tests'."""
+    """The README's `dvc exp run --queue -S train.lr=5e-5` (DVC writes `5e-05`, a YAML 1.2 float) and
+    the tuning sweep's `rlvr sweep queue` (one configuration: grpo's lr), then dvc queue start:
+    both experiments succeed, in dvc exp show, their MLflow runs in the user's store (not the
+    temporary copy's), tagged, and `rlvr sweep table` scores the configuration on validation."""
     root, _ = pipeline
-    _dvc(root, "exp", "run", "--queue", "-n", "q-paper7", "-S", "report.paper_profile=7b")
-    _dvc(root, "exp", "run", "--queue", "-n", "q-paper8", "-S", "report.paper_profile=8b")
-    _dvc(root, "queue", "start", "-j", "1")
-    deadline = time.time() + 1800
-    while time.time() < deadline:
-        status = run([sys.executable, "-m", "dvc", "queue", "status"], root).stdout
-        if "Queued" not in status and "Running" not in status:
-            break
-        time.sleep(5)
-    assert "Success" in status and "Failed" not in status, status
-    shown = _dvc(root, "exp", "show", "--no-pager", "--only-changed", "--md").stdout
-    assert "q-paper7" in shown and "q-paper8" in shown
-    db = sqlite3.connect(root / "mlflow.db")
-    tagged = db.execute("select r.name, t.value from runs r join tags t on r.run_uuid = t.run_uuid "
-                        "where t.key = 'dvc_exp'").fetchall()
-    assert ("report", "q-paper7") in tagged and ("report", "q-paper8") in tagged
-    assert not list((root / ".dvc/tmp").rglob("mlflow.db"))  # nothing left in a temporary copy's store
+    original = (root / "params.yaml").read_text()
+    params = yaml.safe_load(original)
+    params["sweep"] = {"seed": 0, "grid": {"grpo": {"lr": [5e-5]}}}
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    _git(root, "commit", "-qam", "a one-configuration sweep")
+    try:
+        _dvc(root, "exp", "run", "--queue", "-n", "q-lr", "-S", "train.lr=5e-5")
+        sweep = run([sys.executable, "-m", "rlvr", "sweep", "queue"], root)
+        assert sweep.returncode == 0 and "queued sweep-grpo-lr5e-05" in sweep.stdout, sweep.stdout + sweep.stderr
+        _dvc(root, "queue", "start", "-j", "1")
+        deadline = time.time() + 1800
+        while time.time() < deadline:
+            status = run([sys.executable, "-m", "dvc", "queue", "status"], root).stdout
+            if "Queued" not in status and "Running" not in status:
+                break
+            time.sleep(5)
+        assert status.count("Success") == 2 and "Failed" not in status, status
+        shown = _dvc(root, "exp", "show", "--no-pager", "--only-changed", "--md").stdout
+        assert "q-lr" in shown and "sweep-grpo-lr5e-05" in shown and "5e-05" in shown
+        table = run([sys.executable, "-m", "rlvr", "sweep", "table"], root)
+        assert table.returncode == 0, table.stdout + table.stderr
+        row = next(line for line in (root / "reports/sweep.md").read_text().splitlines() if line.startswith("| 5e-05"))
+        assert re.search(r"\| 0?\.\d{3} \[\d\.\d{3}, \d\.\d{3}\] \|", row) and "**chosen**" in row, row
+        db = sqlite3.connect(root / "mlflow.db")
+        tagged = db.execute("select r.name, t.value from runs r join tags t on r.run_uuid = t.run_uuid "
+                            "where t.key = 'dvc_exp'").fetchall()
+        assert ("train@grpo/seed0", "q-lr") in tagged and ("train@grpo/seed0", "sweep-grpo-lr5e-05") in tagged
+        assert not list((root / ".dvc/tmp").rglob("mlflow.db"))  # nothing left in a temporary copy's store
+    finally:
+        (root / "params.yaml").write_text(original)
+        _git(root, "commit", "-qam", "the sweep back")
+
+
+def test_dvc_plots_show_renders_the_reports_figures_offline(pipeline):
+    root, _ = pipeline
+    _dvc(root, "plots", "show")
+    page = (root / "dvc_plots/index.html").read_text()
+    assert "training_dynamics" in page

@@ -111,13 +111,51 @@ def precision_findings() -> str:
             f"{paired(diffs[1])}")
 
 
+def default_timing() -> str:
+    """The default `dvc repro`'s wall time from scratch, per kind of stage, and a single
+    seed's share of it (reports/bench.json: bench/run.py's repro part), as sentences."""
+    import json
+
+    bench = json.loads((ROOT / "reports" / "bench.json").read_text())
+    repro = bench["parts"]["repro"]
+    stages = repro["stages_s"]
+    trains = [v for k, v in stages.items() if k.startswith("train@")]
+    evals = [v for k, v in stages.items() if k.startswith("evaluate@") and k != "evaluate@base"]
+    shared = sum(v for k, v in stages.items() if not k.startswith(("train@", "evaluate@")) or k == "evaluate@base")
+    seed0 = shared + sum(v for k, v in stages.items() if k.startswith(("train@", "evaluate@")) and k.endswith("/seed0"))
+    flags = ", ".join(bench["cpu_flags"])
+    return (f"It took {repro['repro_full_s'] / 60:.1f} minutes from a fresh clone on {bench['machine']} ({flags}): "
+            f"{len(trains)} trainings of {min(trains):.0f}-{max(trains):.0f} s, {len(evals) + 1} evaluations of "
+            f"{min(evals):.0f}-{max(evals):.0f} s (the base model's {stages.get('evaluate@base', 0):.0f} s). One "
+            f"seed (`dvc exp run -S 'seeds=[0]'`) is the seed-0 stages and the shared ones: {seed0 / 60:.1f} minutes "
+            "of their measured times. A 2-core AVX2-only EPYC (family 23, 2 GHz) has run earlier defaults 3.5-5 "
+            "times slower.")
+
+
+def recipe_table() -> str:
+    """One row per params/ file: its model, training data, methods (and the released models
+    it evaluates) and paper profile, read from the file itself."""
+    from rlvr.settings.load import read_yaml
+
+    out = ["| file | model | train data | methods | paper profile |", "|---|---|---|---|---|"]
+    for path in sorted((ROOT / "params").glob("*.yaml")):
+        raw = read_yaml(path)
+        methods, released = list(raw.get("methods") or {}), list(raw.get("checkpoints") or {})
+        data = ", ".join(raw["data"]["train_sets"]) if methods else "none: evaluation only"
+        listed = "; ".join(part for part in (", ".join(methods), released and f"released: {', '.join(released)}")
+                           if part)
+        profile = (raw.get("report") or {}).get("paper_profile") or "-"
+        out.append(f"| `params/{path.name}` | {raw['model']['source']} | {data} | {listed} | {profile} |")
+    return "\n".join(out)
+
+
 def memory_table() -> str:
     from rlvr.tools.memory import recipe_table
 
     return recipe_table(sorted((ROOT / "params").glob("*.yaml")))
 
 
-GENERATORS = {"readme_results": readme_results, "memory_table": memory_table, "grpo_seeds": grpo_seeds,
+GENERATORS = {"readme_results": readme_results, "default_timing": default_timing, "recipe_table": recipe_table, "memory_table": memory_table, "grpo_seeds": grpo_seeds,
               "default_result": default_result, "bench_targets": bench_targets,
               "precision_findings": precision_findings}
 
