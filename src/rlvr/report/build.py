@@ -21,6 +21,7 @@ from rlvr.report.inputs import KINDS, MethodResults, load_results
 from rlvr.report.published import check_profile, paper_notes, paper_rows
 from rlvr.report.scale import RunScale, scale_section
 from rlvr.report.seeds import seeds_lead, seeds_section
+from rlvr.report.signal import signal_section
 from rlvr.runs import BASE, COLOR_NAMES, Run, method_colors
 
 
@@ -185,6 +186,11 @@ def seeds(r: Report) -> list[str]:
     return [f"## Seeds: avg@{r.k} of each seed, and the spread between seeds\n\n{md}"] if md else []
 
 
+def training_signal(r: Report) -> list[str]:
+    md = signal_section(r.results)
+    return [f"## What each training learned from: signal, truncation, length, constraint\n\n{md}"] if md else []
+
+
 def levels(r: Report) -> list[str]:
     r.levels = tables.level_section(r.results, r.k)
     return [f"## avg@{r.k} per arithmetic difficulty level (mean over seeds)\n\n{r.levels[0]}"] if r.levels else []
@@ -215,7 +221,7 @@ def claims(r: Report) -> list[str]:
 
 
 LEAD = (summary, claims)  # the answer, before the contents
-SECTIONS = (how_to_read, scores, reward_audit, published, ablations, seeds, levels, difficulty, diversity, checkpoints, graders)  # the detail, in order
+SECTIONS = (how_to_read, scores, reward_audit, published, ablations, seeds, training_signal, levels, difficulty, diversity, checkpoints, graders)  # the detail, in order
 AGREEMENT = "grader_agreement.json"  # the grader_agreement stage's output, beside the report
 
 

@@ -63,21 +63,50 @@ def precision_row(precision: str, steps: int) -> dict[str, str]:
     return next(r for r in markdown_table(text, "Precision") if r["precision"] == precision and r["steps"] == str(steps))
 
 
-def grpo_seeds() -> str:
-    """The default's grpo at three seeds (reports/precision.md, fp32, 10 steps), as words."""
-    seeds = precision_row("fp32", 10)["per seed"].split(", ")
-    return ", ".join(seeds[:-1]) + f" and {seeds[-1]}"
-
-
 def default_result() -> str:
-    """The default's result as a sentence (reports/results.md)."""
+    """The default's result (reports/results.md): the summary's first sentence, the seeds
+    table on arithmetic, and the claims' verdicts as the report words them."""
     text = (ROOT / "reports" / "results.md").read_text()
-    k = re.search(r"## Main table: avg@(\d+)", text).group(1)
-    main = markdown_table(text, "Main table")
-    vs_grpo = markdown_table(text, f"avg@{k}: paired difference against grpo")
-    scores = ", ".join(f"{r['method']} {r['arithmetic'].strip('*')}" for r in main)
-    paired = " and ".join(f"{r['method']} ({r['mean']})" for r in vs_grpo)
-    return f"{scores}; paired against grpo on the mean over sets: {paired}"
+    summary = text.split("## Summary\n\n", 1)[1]
+    first = summary.split("\n\n", 1)[0]
+    seeds = section_table(text, "Seeds on arithmetic")
+    claims = [line for line in summary.split("\n\n", 2)[1].splitlines() if line.startswith("- **")]
+    return "\n\n".join([first, "Arithmetic avg@2 per seed:", seeds, "The papers' claims at this run's scale:",
+                          "\n".join(claims)])
+
+
+def section_table(text: str, heading: str) -> str:
+    """The first markdown table after the heading that starts with `heading`, as written."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip("#").strip().startswith(heading))
+    rows = []
+    for line in lines[start + 1:]:
+        if line.startswith("|"):
+            rows.append(line)
+        elif rows:
+            break
+    return "\n".join(rows)
+
+
+def signal_table() -> str:
+    """What each training of the default learned from (reports/results.md)."""
+    return section_table((ROOT / "reports" / "results.md").read_text(), "What each training learned from")
+
+
+def sweep_choices() -> str:
+    """The sweep's chosen configuration per method (reports/sweep.json), as a table."""
+    import json
+
+    rows = json.loads((ROOT / "reports" / "sweep.json").read_text())
+    out = ["| method | chosen | validation avg@k [95%] | informative groups | constraint active |", "|---|---|---|---|---|"]
+    for r in rows:
+        if r["chosen"]:
+            values = ", ".join(f"{k} {v:g}" for k, v in r.items() if k not in {
+                "method", "name", "val", "low", "high", "informative", "kl_active", "chosen"})
+            active = "–" if r["kl_active"] is None else f"{r['kl_active']:.2f}"
+            out.append(f"| {r['method']} | {values} | {r['val']:.3f} [{r['low']:.3f}, {r['high']:.3f}] | "
+                       f"{r['informative']:.2f} | {active} |")
+    return "\n".join(out)
 
 
 def bench_targets() -> str:
@@ -155,7 +184,8 @@ def memory_table() -> str:
     return recipe_table(sorted((ROOT / "params").glob("*.yaml")))
 
 
-GENERATORS = {"readme_results": readme_results, "default_timing": default_timing, "recipe_table": recipe_table, "memory_table": memory_table, "grpo_seeds": grpo_seeds,
+GENERATORS = {"readme_results": readme_results, "default_timing": default_timing, "recipe_table": recipe_table,
+              "signal_table": signal_table, "sweep_choices": sweep_choices, "memory_table": memory_table,
               "default_result": default_result, "bench_targets": bench_targets,
               "precision_findings": precision_findings}
 
