@@ -142,13 +142,18 @@ def context() -> dict:
                      "temperature": work.temperature, "model": MODEL, "model_dtype": work.model_dtype}}
 
 
-def check_inputs(parts: list[str]) -> None:
+def check_inputs(parts: list[str], repro_log: Path | None) -> None:
     from rlvr.settings.load import load_params
 
     missing = [p for p in ("models/base/config.json", load_params().data.train_dir / "train.jsonl")
                if not Path(p).exists()]
     if missing:
         sys.exit(f"error: missing {', '.join(map(str, missing))}; run `dvc repro prepare_data prepare_model` first")
+    if repro_log:  # the no-op repro is timed here: a stale stage would be timed as one
+        stale = subprocess.run([sys.executable, "-m", "dvc", "status", "-q"], capture_output=True)
+        if stale.returncode != 0:
+            sys.exit("error: --repro-log times a no-op `dvc repro` in this workspace, but stages are stale "
+                     "(`dvc status` lists them); run `dvc repro` first")
     if "step_trl_grpo" in parts:
         try:
             metadata.version("trl")
@@ -169,9 +174,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.child:
         return run_part(args.child, Path(args.out))
-    check_inputs(args.parts)
+    check_inputs(args.parts, args.repro_log)
     result = {"command": "python bench/run.py" + (" --repro" if args.repro else "")
-              + (f" --repro-log {args.repro_log}" if args.repro_log else "")
+              + (f" --repro-log {args.repro_log.name}" if args.repro_log else "")
               + (" --in-place" if args.in_place else "")
               + ("" if args.parts == PART_NAMES else " --parts " + " ".join(args.parts)),
               **context(), "parts": {}, "failed": {}}

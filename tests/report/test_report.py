@@ -253,11 +253,24 @@ def test_a_best_method_is_named_only_beyond_the_spread_between_seeds(tmp_path, r
         build_report(runs, tmp_path, tmp_path / "reports")
     finally:
         BENCH = old
-    first = (tmp_path / "reports/results.md").read_text().split("## Summary")[1].strip().split("\n")[0]
+    md = (tmp_path / "reports/results.md").read_text()
+    first = md.split("## Summary")[1].strip().split("\n")[0]
+    gains = md.split("### avg@2: paired difference against grpo")[1].split("##")[0]
+    main = md.split("## Main table")[1].split("###")[0]
+    # the same lead over problems either way (+0.250, its bootstrap interval above 0); the seeds decide
+    # the words and the bold
+    row = next(line for line in gains.splitlines() if line.startswith("| disco_logl |")).split(" | ")
+    assert row[2].startswith("+0.250 [+0.") and float(row[2].split("[")[1].split(",")[0]) > 0
     if named:
         assert first.startswith("**disco_logl is the best method here**") and "over the seeds' means +0.250" in first
+        assert gains.strip().endswith("| better |") and "**0.500" in main
     else:
         assert first.startswith("**disco_logl scores highest here, within the spread between seeds**")
+        # seeds 0 / 0.5 / 1 against 0.25 on each: Welch 0.25 +- t(2) 4.303 x 0.5 / sqrt(3)
+        assert "| +0.250 [-0.992, +1.492] | within the spread between seeds |" in gains and "**" not in main
+    seeds = md.split("### Seeds on arithmetic")[1].split("##")[0]
+    lead = "+0.250 [+0.250, +0.250]" if named else "+0.250 [-0.992, +1.492]"
+    assert seeds.count(f"| {lead} |") == 1 and "| grpo | s0: 0.250, s1: 0.250, s2: 0.250 |" in seeds
 
 
 def test_the_report_is_byte_for_byte_reproducible(report, repo):

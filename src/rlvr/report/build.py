@@ -111,10 +111,10 @@ def verdict(r: Report) -> str:
         return f"One model evaluated: {ranked[0]}, mean avg@{r.k} {rows[ranked[0]][-1][0]:.3f} over {sets}."
     first, second = ranked[:2]
     top = f"{first} ({rows[first][-1][0]:.3f}) and {second} ({rows[second][-1][0]:.3f})"
-    if tables.best_marks(r.results, "avg", columns, rows).get("mean") != first:
+    d, lo, hi = tables.paired(r.results[first], r.results[second], "avg", None, r.results[first].mean_sets)
+    if lo <= 0:
         return (f"**No method is distinguishable here**: on mean avg@{r.k} over the sets ({sets}) "
                 f"the top two, {top}, differ by less than their paired 95% interval.")
-    d, lo, hi = tables.paired(r.results[first], r.results[second], "avg", None, r.results[first].mean_sets)
     lead = f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}] over the runner-up {second}, paired over problems"
     over_seeds = seeds_lead(r.results[first], r.results[second], "avg")
     if over_seeds is None:

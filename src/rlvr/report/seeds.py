@@ -10,6 +10,8 @@ from rlvr.report.format import markdown
 from rlvr.report.inputs import MethodResults, per_problem
 from rlvr.runs import BASE
 
+REFERENCE = "grpo"  # the baseline both papers compare against, as the paired tables
+
 
 def seed_means(m: MethodResults, kind: str, bench: str | None = None) -> list[float]:
     """Each seed's score on `bench`, or its mean over the sets (None)."""
@@ -17,13 +19,15 @@ def seed_means(m: MethodResults, kind: str, bench: str | None = None) -> list[fl
     return [float(np.mean([per_problem(p, kind)[b].mean() for b in sets])) for p in m.problems]
 
 
-def seeds_lead(a: MethodResults, b: MethodResults, kind: str) -> tuple[float, float, float] | None:
-    """a - b over the seeds' means (Welch), where the spread between seeds is measured:
+def seeds_lead(a: MethodResults, b: MethodResults, kind: str,
+               bench: str | None = None) -> tuple[float, float, float] | None:
+    """a - b over the seeds' scores on `bench` (None: the mean over the sets; Welch),
+    where the spread between seeds is measured:
     each trained one of the two has two seeds or more (an untrained model, the base,
     has no training randomness: its one value stands for every seed). None: it is not."""
     if any(m.name != BASE and len(m.seeds) < 2 for m in (a, b)):
         return None
-    ma, mb = seed_means(a, kind), seed_means(b, kind)
+    ma, mb = seed_means(a, kind, bench), seed_means(b, kind, bench)
     return stats.welch_diff_ci(ma if len(ma) > 1 else ma * 2, mb if len(mb) > 1 else mb * 2)
 
 
@@ -33,15 +37,19 @@ def seeds_table(results, kind: str, bench: str | None = None) -> str | None:
     trained = {n: m for n, m in results.items() if n != BASE and len(m.seeds) > 1}
     if not trained:
         return None
-    body = []
+    body, reference = [], REFERENCE if REFERENCE in trained and len(trained) > 1 else None
     for name, m in trained.items():
         means = seed_means(m, kind, bench)
         est, lo, hi = stats.t_mean_ci(means)
-        body.append([name, ", ".join(f"s{s}: {v:.3f}" for s, v in zip(m.seeds, means)),
-                     f"{est:.3f} [{lo:.3f}, {hi:.3f}]", f"{float(np.std(means, ddof=1)):.3f}",
-                     f"{np.ptp(means):.3f}"])
+        row = [name, ", ".join(f"s{s}: {v:.3f}" for s, v in zip(m.seeds, means)),
+               f"{est:.3f} [{lo:.3f}, {hi:.3f}]", f"{float(np.std(means, ddof=1)):.3f}", f"{np.ptp(means):.3f}"]
+        if reference:
+            d, dlo, dhi = seeds_lead(m, trained[reference], kind, bench)
+            row.append("–" if name == reference else f"{d:+.3f} [{dlo:+.3f}, {dhi:+.3f}]")
+        body.append(row)
     return markdown(["method", f"{kind}@k per seed", "mean over seeds [95% t interval over seeds]",
-                     "sd between seeds", "range"], body)
+                     "sd between seeds", "range",
+                     *([f"minus {reference}, over seeds [95% Welch]"] if reference else [])], body)
 
 
 def seeds_section(results, kind: str) -> str | None:

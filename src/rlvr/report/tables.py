@@ -10,6 +10,7 @@ from rlvr import stats
 from rlvr.report.claim_stats import verdict
 from rlvr.report.format import Cell, fmt, markdown
 from rlvr.report.inputs import DIVERSITY, MethodResults, per_problem
+from rlvr.report.seeds import seeds_lead
 from rlvr.runs import BASE
 
 
@@ -41,19 +42,31 @@ def paired(a: MethodResults, b: MethodResults, kind: str, bench: str | None, set
 
 def best_marks(results: dict[str, MethodResults], kind: str, columns: list[str],
                rows: dict[str, list[Cell]]) -> dict[str, str]:
-    """Column -> the method that is best there with its interval over the
-    runner-up excluding 0 (no mark where the top two cannot be told apart);
-    `rows`: score_table's."""
+    """Column -> the method that is best there, its lead over the runner-up
+    holding over problems and over seeds (lead_verdict; no mark where the top
+    two cannot be told apart); `rows`: score_table's."""
     marks = {}
     for j, col in enumerate(columns):
         ranked = sorted(rows, key=lambda n: rows[n][j][0], reverse=True)
         if len(ranked) < 2:
             continue
-        _, lo, _ = paired(results[ranked[0]], results[ranked[1]], kind, None if col == "mean" else col,
-                          mean_sets(results))
-        if lo > 0:
+        bench = None if col == "mean" else col
+        a, b = results[ranked[0]], results[ranked[1]]
+        if lead_verdict(paired(a, b, kind, bench, mean_sets(results)), seeds_lead(a, b, kind, bench)) == "better":
             marks[col] = ranked[0]
     return marks
+
+
+def lead_verdict(over_problems: Cell, over_seeds: Cell | None) -> str:
+    """What a lead allows: better or worse where its paired interval over problems
+    excludes 0 and, with several seeds, the interval over the seeds' scores (Welch)
+    agrees; a lead over problems that seeds could reorder is named as such. The
+    interval over problems covers which problems were asked, not the randomness of
+    training: with seeds measured, both must hold."""
+    words = stats.verdict(over_problems[1], over_problems[2])
+    if over_seeds is None or words == stats.verdict(0, 0):
+        return words
+    return words if stats.verdict(over_seeds[1], over_seeds[2]) == words else "within the spread between seeds"
 
 
 def scores_section(results, kind: str, paper_rows: list[list[str]],
@@ -74,12 +87,17 @@ def gains_section(results, kind: str, reference: str) -> str | None:
     if not others:
         return None
     cols = results[reference].benchmarks + ["mean"]
-    body = []
+    body, seeded = [], False
     for name in others:
-        cells = [paired(results[name], results[reference], kind, None if c == "mean" else c, mean_sets(results))
-                 for c in cols]
-        body.append([name, *[fmt(c, signed=True) for c in cells], stats.verdict(cells[-1][1], cells[-1][2])])
-    return markdown(["method", *cols, "mean: verdict"], body)
+        a, b = results[name], results[reference]
+        cells = [paired(a, b, kind, None if c == "mean" else c, mean_sets(results)) for c in cols]
+        over_seeds = seeds_lead(a, b, kind)
+        seeded |= over_seeds is not None
+        body.append([name, *[fmt(c, signed=True) for c in cells],
+                     fmt(over_seeds, signed=True) if over_seeds else "–", lead_verdict(cells[-1], over_seeds)])
+    if not seeded:
+        body = [row[:-2] + row[-1:] for row in body]
+    return markdown(["method", *cols, *(["mean over seeds (Welch)"] if seeded else []), "mean: verdict"], body)
 
 
 def ablation_section(results, ablations: dict[str, str], k, published: dict | None = None) -> str | None:
@@ -96,7 +114,8 @@ def ablation_section(results, ablations: dict[str, str], k, published: dict | No
         cells = [paired(results[variant], results[full], kind, None, mean_sets(results)) for kind in ("avg", "maj")]
         stated = published.get(variant) or {}
         sizes = [published_size(stated.get(kind), c) for kind, c in zip(("avg", "maj"), cells)]
-        body.append([variant, full, *[f"{fmt(c, signed=True)}: {stats.verdict(c[1], c[2])}" for c in cells],
+        words = [lead_verdict(c, seeds_lead(results[variant], results[full], kind)) for kind, c in zip(("avg", "maj"), cells)]
+        body.append([variant, full, *[f"{fmt(c, signed=True)}: {w}" for c, w in zip(cells, words)],
                      "; ".join(f"{kind}@{k} {size}" for kind, size in zip(("avg", "maj"), sizes) if size) or "–"])
     return markdown(["variant", "full method", f"avg@{k}: variant - full", f"maj@{k}: variant - full",
                      "published"], body)
@@ -220,6 +239,9 @@ def intro(results) -> str:
             "bootstrap interval over problems (the k samples of a problem resampled together; with several "
             "seeds, the seed-averaged problem). Bold marks a column's best only where its interval over the "
             "runner-up excludes 0. A difference whose interval contains 0 is not distinguishable at this scale."
+            + (" With several seeds, a lead must also hold over the seeds' scores (Welch's t interval, the "
+               "column 'mean over seeds'): one that seeds could reorder is 'within the spread between seeds'."
+               if any(s > 1 for s in seeds.values()) else "")
             + (" With one seed per method, the intervals cover the choice of problems, not the randomness of "
                "training: a difference between two trained methods describes these runs, and seeds of one method "
                "can differ by more (`dvc exp run -S 'seeds=[0,1,2]'` measures it)."
