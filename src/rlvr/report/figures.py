@@ -29,16 +29,32 @@ def _save(fig, path: Path) -> Path:
 
 def curve_figure(steps: dict[str, list[dict]], keys: list[tuple[str, str]], path: Path, title: str,
                  colors: dict[str, str]) -> Path | None:
-    """One panel per (column, label) of steps.csv, one line per run."""
+    """One panel per (column, label) of steps.csv: a method's one run as a line; its
+    several seeds as thin lines under their mean over seeds (at the steps every seed
+    logged), so that methods read apart and the spread between seeds stays visible."""
     if not any(any(isinstance(r.get(k), float) for r in rows for k, _ in keys) for rows in steps.values()):
         return None
     plt = _plt()
     fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 3.8), squeeze=False)
+    methods: dict[str, list[str]] = {}
+    for run in steps:
+        methods.setdefault(run.split("/seed")[0], []).append(run)
     for ax, (key, label) in zip(axes[0], keys):
-        for run, rows in steps.items():
-            pts = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), float)]
-            if pts:
-                ax.plot(*zip(*pts), marker="o", ms=3, label=run, color=_color(colors, run))
+        for method, runs in methods.items():
+            curves = [{r["step"]: r[key] for r in steps[run] if isinstance(r.get(key), float)} for run in runs]
+            curves = [c for c in curves if c]
+            if not curves:  # this method logged no such column (an objective without that term)
+                continue
+            color = _color(colors, runs[0])
+            if len(curves) == 1:
+                ax.plot(*zip(*sorted(curves[0].items())), marker="o", ms=3, label=runs[0], color=color)
+                continue
+            for c in curves:
+                ax.plot(*zip(*sorted(c.items())), lw=0.8, alpha=0.35, color=color)
+            shared = sorted(set.intersection(*(set(c) for c in curves)))
+            if shared:
+                ax.plot(shared, [sum(c[x] for c in curves) / len(curves) for x in shared], marker="o", ms=3,
+                        lw=2, color=color, label=f"{method} (mean of {len(curves)} seeds)")
         ax.set_xlabel("training step")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
