@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-FILES = ["README.md", "docs/gpu.md", "docs/default.md", "docs/performance.md"]
+FILES = ["README.md", "docs/gpu.md", "docs/default.md", "docs/performance.md", "docs/recipes.md"]
 # A block's content starts on the marker's next line; an inline one right after the marker.
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->(\n?))(.*?)(<!-- end generated -->)", re.S)
 
