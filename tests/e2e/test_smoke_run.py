@@ -28,9 +28,11 @@ def test_the_smoke_passes_every_check_of_a_recipe_on_cpu(tmp_path, base_model):
     # rewards that are not all 0, so that step 1's real update moved the engine's log-probs
     rewards = next(line for line in screen if line.split()[1] == "rewards")
     assert re.search(r"reward mean per step \[([0-9.]+), ([0-9.]+)\]", rewards) and "[0.0, 0.0]" not in rewards
-    moved = float(re.search(r"after step 1 \(which moved them ([0-9.]+)\)", next(
-        line for line in screen if line.split()[1] == "push")).group(1))
-    assert moved > 1e-3, moved
+    push = next(line for line in screen if line.split()[1] == "push")
+    moved = float(re.search(r"after step 1 \(which moved them ([0-9.]+)\)", push).group(1))
+    # the engine's log-probs of one input repeat exactly (re-pushing the same weights moves them 0.0000),
+    # so any move is step 1's update reaching the bf16 weights it serves
+    assert re.search(r"undone: 0\.0000", push) and moved > 0, push
     log = (tmp_path / "siren_qwen2.5-math-7b" / "smoke.log").read_text()
     assert "vLLM" in log or "vllm" in log  # the engine's own output
 
