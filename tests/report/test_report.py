@@ -573,9 +573,9 @@ def test_each_method_keeps_its_colour_in_every_figure(tmp_path, repo, monkeypatc
     def recording(fig, path):
         for ax in fig.axes:
             for line in ax.get_lines():
-                if not line.get_label().startswith("_"):  # grpo/seed0, or grpo (mean of 2 seeds): grpo
-                    seen.setdefault(line.get_label().split("/seed")[0].split(" (mean of")[0], {}).setdefault(to_hex(line.get_color()),
-                                                                                      set()).add(path.name)
+                if not line.get_label().startswith("_"):
+                    method = line.get_label().split("/seed")[0].split(" (mean of")[0]  # grpo/seed0, grpo (mean of 2 seeds)
+                    seen.setdefault(method, {}).setdefault(to_hex(line.get_color()), set()).add(path.name)
             for bars in ax.containers:
                 if not isinstance(bars, BarContainer):  # error bars
                     continue
