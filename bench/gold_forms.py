@@ -6,7 +6,7 @@ removed, a trailing `.0` dropped, a list literal split). This counts, over
 Openr1-Math-46k-8192's rows, the golds that cleaning changes and the rows
 whose SIREN training reward (rlvr.grading.siren_official.siren_reward_group) differs
 between the two forms for a response that boxes either form: the reason the
-recipe keeps the gold as stored (sources.HUB's gold_as_stored).
+recipe keeps the gold as stored (its entry's gold: as_stored, rlvr.settings.datasets).
 
     python bench/gold_forms.py [--mirror data/vendor/hub | --online] [--out reports/gold_forms.md]
 

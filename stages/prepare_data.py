@@ -4,6 +4,7 @@ import dataclasses
 
 from rlvr.cli import stage_timer
 from rlvr.data.prepare import prepare
+from rlvr.settings.datasets import local_entries
 from rlvr.settings.load import params_or_exit
 from rlvr.tracking.provenance import dataset_input
 from rlvr.tracking.tracker import Tracker
@@ -29,3 +30,5 @@ if __name__ == "__main__":
         tracker.log_metrics({f"rows/{k}": v for k, v in counts.items()})
         for path in sorted(params.data.eval_dir.glob("*.jsonl")) + [params.data.train_dir / "train.jsonl"]:
             tracker.log_dataset(dataset_input(path, "train" if path.parent == params.data.train_dir else "eval"))
+        for role, entry in local_entries(params.data):  # a params entry's own file, as read
+            tracker.log_dataset(dataset_input(entry.path, f"{role} source", entry.name))

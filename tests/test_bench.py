@@ -164,10 +164,13 @@ def test_gold_forms_counts_a_cleaning_that_changes_sirens_reward():
 
 
 def test_sirens_training_gold_is_kept_as_stored():
-    from rlvr.data.sources import HUB, normalize
+    import dataclasses
+
+    from rlvr.data.sources import normalize
+    from rlvr.settings.datasets import REGISTERED
 
     rows = [{"prompt": [{"role": "user", "content": "q"}], "reward_model": {"ground_truth": "$5.0$"}}]
-    spec = HUB["openr1_math"]
-    kept = normalize(rows, "openr1_math", spec.problem, spec.answer, gold_as_stored=spec.gold_as_stored)
-    cleaned = normalize(rows, "openr1_math", spec.problem, spec.answer)
+    entry = REGISTERED["openr1_math"]
+    kept = normalize(rows, entry)
+    cleaned = normalize(rows, dataclasses.replace(entry, gold="clean"))
     assert (kept[0].answer, cleaned[0].answer) == ("$5.0$", "5")

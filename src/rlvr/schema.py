@@ -67,7 +67,10 @@ def coerce(tp, value, where: str, problems: list[str]):
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        return coerce(inner[0], value, where, problems)
+        # `str | Entry`: a name, or a mapping that builds the entry
+        chosen = next((a for a in inner if dataclasses.is_dataclass(a) and isinstance(value, dict)),
+                      next((a for a in inner if a in (int, str, bool, float) and isinstance(value, a)), inner[0]))
+        return coerce(chosen, value, where, problems)
     if origin is list:
         if not isinstance(value, list):
             problems.append(f"'{where}' must be a list, got {value!r}")

@@ -8,6 +8,7 @@ from rlvr.data import arithmetic, sources
 from rlvr.data.prompts import build_prompt
 from rlvr.data.records import DataError, EmptyDatasetError, Record, first_problems, read_records, write_jsonl
 from rlvr.settings.prompt import PromptParams
+from rlvr.settings.datasets import BENCHMARKS, DAPO_PREFIX, DAPO_SUFFIX, OFFLINE_TRAIN_SETS, DatasetEntry
 
 
 def test_generator_is_deterministic():
@@ -93,7 +94,7 @@ def test_split_answer(raw, expected):
     assert sources.split_answer(raw) == expected
 
 
-@pytest.mark.parametrize("name", sources.BENCHMARKS + sources.OFFLINE_TRAIN_SETS)
+@pytest.mark.parametrize("name", BENCHMARKS + OFFLINE_TRAIN_SETS)
 def test_vendored_sets_normalize(repo, name):
     recs = sources.load_vendored(name, repo / "data" / "vendor")
     assert len(recs) >= 30
@@ -201,12 +202,13 @@ def test_interval_answers_stay_whole_and_null_answers_are_skipped():
     assert sources.split_answer("[-2,4]") == ("[-2,4]", ())
     assert sources.split_answer("['9.6\\n', '9']") == ("9.6", ("9",))
     with pytest.warns(UserWarning, match="skipped 1 row"):
-        recs = sources.normalize([{"problem": "p", "answer": "None"}, {"problem": "q", "answer": "3"}], "x")
+        recs = sources.normalize([{"problem": "p", "answer": "None"}, {"problem": "q", "answer": "3"}],
+                                 DatasetEntry("x", path="data/own/x.jsonl"))
     assert [r.answer for r in recs] == ["3"]
 
 
 def hub_rows_dapo():
-    wrap = lambda q: sources.DAPO_PREFIX + q + sources.DAPO_SUFFIX  # noqa: E731
+    wrap = lambda q: DAPO_PREFIX + q + DAPO_SUFFIX  # noqa: E731
     return [{"data_source": "math_dapo", "prompt": [{"role": "user", "content": wrap(q)}], "ability": "MATH",
              "reward_model": {"ground_truth": a, "style": "rule"}, "extra_info": {"index": str(i)}}
             for i, (q, a) in enumerate([("What is $2+2$?", "4"), ("What is $3 \\cdot 3$?", "9"),

@@ -153,8 +153,11 @@ def test_prompt_settings_errors():
     assert build_prompt("Q?", None, no_system) == "Question: Q?\nAnswer:"  # "" trains without a system turn
 
 
-def test_the_chat_turn_sets_are_the_loaders_with_a_system_turn():
-    """data/names.py's CHAT_TURN_SETS (checked at config time) and the loaders that keep a system turn agree."""
-    from rlvr.settings.datasets import CHAT_TURN_SETS
+def test_the_registered_sets_with_a_system_turn_are_the_chat_turn_sets():
+    """An entry's system column (checked at config time) is what the loader reads a system turn from:
+    openr1_math (verl's format) has one on every row, the others none."""
+    from rlvr.settings.datasets import REGISTERED
 
-    assert {name for name, spec in sources.HUB.items() if spec.system} == set(CHAT_TURN_SETS)
+    assert [name for name, e in REGISTERED.items() if e.system_key] == ["openr1_math"]
+    assert all(r.system for r in sources.load_hub("openr1_math", HUB))
+    assert not any(r.system for r in sources.load_hub("deepscaler", HUB))

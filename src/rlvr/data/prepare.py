@@ -12,8 +12,8 @@ import random
 from rlvr.atomic import write_json
 from rlvr.data import arithmetic, sources
 from rlvr.data.prompts import prompt_token_ids
-from rlvr.data.records import Record, write_jsonl
-from rlvr.settings.datasets import HUB_TRAIN_SETS
+from rlvr.data.records import Record, problem_key, write_jsonl
+from rlvr.settings.datasets import ARITHMETIC, entry_of, name_of, vendored
 from rlvr.settings.prompt import PromptParams
 from rlvr.settings.sections import DataParams
 
@@ -47,35 +47,66 @@ def prepare(p: DataParams, prompt: PromptParams | None = None, tokenizer=None) -
     """Write train/train.jsonl (the RL training mixture), train/validation.jsonl
     (held out of it: the arithmetic task's validation split and data.validation_size
     problems of the mixture), eval/arithmetic.jsonl
-    (held-out arithmetic) and eval/<name>.jsonl for each configured benchmark.
+    (held-out arithmetic), eval/<name>.jsonl for each configured benchmark, and
+    eval/sets.json (each set's source, rows and shared problems, for the report).
     With data.max_prompt_tokens, training problems whose prompt (`prompt`, the
     training prompt, through `tokenizer`) is longer are dropped first.
     Returns row counts."""
     a = p.arithmetic
     arith = arithmetic.splits(a.levels, a.n_train, a.n_test_per_level, a.seed, a.n_validation_per_level)
-    counts = {"arithmetic": write_jsonl(p.eval_dir / "arithmetic.jsonl", arith.test)}
+    counts = {ARITHMETIC: write_jsonl(p.eval_dir / "arithmetic.jsonl", arith.test)}
     skipped: dict[str, list[int]] = {}
-    for name in p.benchmarks:
-        records = sources.load(name, p.source, p.vendor_dir, p.hub_mirror, p.skip_bad_rows,
-                               skipped.setdefault(name, []))
-        counts[name] = write_jsonl(p.eval_dir / f"{name}.jsonl", records)
-    mixture: list[Record] = []
-    for name in p.train_sets:
-        if name == "arithmetic":
-            mixture += arith.train
-        elif name in HUB_TRAIN_SETS:
-            mixture += sources.load_hub(name, p.hub_mirror, skipped.setdefault(name, []))
-        else:
-            mixture += sources.load_vendored(name, p.vendor_dir, p.skip_bad_rows, skipped.setdefault(name, []))
+    evaluated: dict[str, list[Record]] = {ARITHMETIC: arith.test}
+    for item in p.benchmarks:
+        name = name_of(item)
+        evaluated[name] = sources.load_set(item, p, skipped.setdefault(name, []))
+        counts[name] = write_jsonl(p.eval_dir / f"{name}.jsonl", evaluated[name])
+    trained: dict[str, list[Record]] = {}
+    for item in p.train_sets:
+        name = name_of(item)
+        trained[name] = arith.train if item == ARITHMETIC else sources.load_set(item, p, skipped.setdefault(name, []))
+    mixture = [r for records in trained.values() for r in records]
     write_json(p.skipped_rows_file, {name: lines for name, lines in skipped.items() if lines})
+    write_json(p.sets_file, sets_summary(p, trained, evaluated, skipped))
     if p.max_prompt_tokens is not None:
         if prompt is None or tokenizer is None:
             raise ValueError("data.max_prompt_tokens is set: prepare() needs the training prompt and the tokenizer")
         mixture, counts["dropped_long_prompts"] = drop_long_prompts(mixture, p.max_prompt_tokens, tokenizer, prompt)
     mixture, validation = hold_out(mixture, p.validation_size)
-    validation = (arith.validation if "arithmetic" in p.train_sets else []) + validation
+    validation = (arith.validation if ARITHMETIC in p.train_names else []) + validation
     counts["train"] = write_jsonl(p.train_dir / "train.jsonl", mixture)
     p.validation_file.unlink(missing_ok=True)
     if validation:
         counts["validation"] = write_jsonl(p.validation_file, validation)
     return counts
+
+
+def source_of(item, p: DataParams) -> str:
+    """Where a set's rows came from, as the report names it."""
+    if item == ARITHMETIC:
+        return "generated (rlvr.data.arithmetic)"
+    e = entry_of(item)
+    if e.path:
+        return e.path
+    if p.source == "offline" and vendored(e.name):
+        return f"{p.vendor_dir}/{vendored(e.name)}"
+    revision = f", revision {e.revision}" if e.revision else ", newest revision"
+    return f"{p.hub_mirror} (mirror of {e.where})" if p.hub_mirror else f"hub {e.where}{revision}"
+
+
+def sets_summary(p: DataParams, trained: dict[str, list[Record]], evaluated: dict[str, list[Record]],
+                 skipped: dict[str, list[int]]) -> dict[str, dict]:
+    """Each set's role, source, rows and skipped rows, and, for a training set, the problems it
+    shares with each evaluation set (contamination, counted, never dropped silently)."""
+    items = {name_of(i): i for i in [*p.train_sets, *p.benchmarks]} | {ARITHMETIC: ARITHMETIC}
+    seen = {name: {problem_key(r.problem) for r in records} for name, records in evaluated.items()}
+    out = {}
+    for role, sets in (("train", trained), ("eval", evaluated)):
+        for name, records in sets.items():
+            row = {"role": role, "source": source_of(items[name], p), "rows": len(records),
+                   "skipped": len(skipped.get(name, []))}
+            if role == "train":
+                mine = {problem_key(r.problem) for r in records}
+                row["shared"] = {b: n for b, keys in seen.items() if (n := len(mine & keys))}
+            out[f"{role}/{name}"] = row
+    return out

@@ -27,6 +27,7 @@ class Record:
     level: int | None = None
     alt_answers: tuple[str, ...] = field(default_factory=tuple)
     system: str | None = None
+    answer_form: str | None = None  # what the final answer must be, where its dataset entry says (number, choice)
 
     @property
     def golds(self) -> list[str]:
@@ -35,8 +36,9 @@ class Record:
     def to_json(self) -> dict:
         d = asdict(self)
         d["alt_answers"] = list(self.alt_answers)
-        if self.system is None:  # most sets have none: their files stay as they were
-            del d["system"]
+        for key in ("system", "answer_form"):
+            if d[key] is None:  # most sets have none: their files stay as they were
+                del d[key]
         return d
 
     @classmethod
@@ -49,6 +51,7 @@ class Record:
             level=d.get("level"),
             alt_answers=tuple(d.get("alt_answers") or ()),
             system=d.get("system"),
+            answer_form=d.get("answer_form"),
         )
 
 
@@ -137,6 +140,11 @@ def first_problems(records: list[Record], n: int) -> list[Record]:
     if not all(t.isdigit() for t in tails) or len(set(tails)) < len(tails):
         return records[:n]
     return [r for r, t in zip(records, tails) if int(t) < n]
+
+
+def problem_key(text: str) -> str:
+    """A problem as compared for overlap between sets: its words, lower-cased, spacing ignored."""
+    return " ".join(text.lower().split())
 
 
 def _nonempty(x) -> bool:

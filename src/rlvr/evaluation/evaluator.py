@@ -22,7 +22,7 @@ from rlvr.atomic import write_json
 from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record, read_records, write_jsonl
 from rlvr.evaluation.metrics import mean_over, validation_columns
-from rlvr.evaluation.problems import eval_sets, problem_rows, sample_rows, set_metrics, skipped_rows
+from rlvr.evaluation.problems import data_sets, eval_sets, problem_rows, sample_rows, set_metrics, skipped_rows
 from rlvr.grading.pool import Verifier, grading_job
 from rlvr.run_files import SNAPSHOTS  # written by the trainer beside the final model
 from rlvr.schema import ConfigError, settings_hash, unknown_name
@@ -81,8 +81,8 @@ class Evaluator:
         """What evaluation results depend on besides the weights."""
         p = self.params
         return settings_hash(dataclasses.asdict(self.profile), dataclasses.asdict(self.prompt), p.verifier.grader,
-                             p.data.benchmarks,
-                           [(n, r.id) for n, r in self.problems])
+                             [b if isinstance(b, str) else dataclasses.asdict(b) for b in p.data.benchmarks],
+                             [(n, r.id) for n, r in self.problems])
 
     def evaluate(self, label: str) -> tuple[dict, list[dict], list[dict]]:
         """Metrics, per-sample and per-problem rows of the loaded weights (on rank 0; empty elsewhere)."""
@@ -121,6 +121,8 @@ class Evaluator:
             "grader": self.params.verifier.grader,
             "ranks": self.ranks.world,
         }
+        if data_sets(self.params):
+            metrics["data"] = data_sets(self.params)
         if skipped_rows(self.params, self.sets):
             metrics["skipped_rows"] = skipped_rows(self.params, self.sets)
         return (metrics, sample_rows(self.problems, completions, grades),
@@ -264,7 +266,7 @@ def evaluate_stage(params: Params, run) -> dict:
     if ranks.world > 1 or torch.cuda.is_available():  # CUDA: vLLM's external launcher joins this process group
         ranks = distributed.init(params.launcher.timeout_s)
     logged = {"eval": dataclasses.asdict(params.eval), "engine": dataclasses.asdict(params.engine),
-              "prompt": dataclasses.asdict(params.prompt), "benchmarks": params.data.benchmarks,
+              "prompt": dataclasses.asdict(params.prompt), "benchmarks": params.data.benchmark_names,
               "run": run.name, "model_path": str(model_source(params, run)), "ranks": ranks.world,
               "external": run.external}
     # A trained run's evaluation nests under its training, whose row in the runs table gets the headline.
@@ -275,7 +277,7 @@ def evaluate_stage(params: Params, run) -> dict:
         result = run_evaluation(model_source(params, run), params, run.eval_dir)
         if not ranks.main:
             return {}
-        for name in ("arithmetic", *params.data.benchmarks):
+        for name in ("arithmetic", *params.data.benchmark_names):
             tracker.log_dataset(dataset_input(params.data.eval_dir / f"{name}.jsonl", "eval"))
         tracker.log_metrics(flat_metrics(result["metrics"]))
         tracker.log_metrics(headline_metrics(result["metrics"]))

@@ -18,7 +18,7 @@ def eval_sets(params: Params) -> dict[str, list[Record]]:
     eval.limits (the problems with the first N ids, so every run sees the same slice)."""
     root = params.data.eval_dir
     sets = {}
-    for name in ("arithmetic", *params.data.benchmarks):
+    for name in ("arithmetic", *params.data.benchmark_names):
         path = root / f"{name}.jsonl"
         if not path.exists():
             raise FileNotFoundError(f"{path} not found: run the data stage first (dvc repro prepare_data)")
@@ -32,6 +32,12 @@ def skipped_rows(params: Params, names) -> dict[str, int]:
     path = params.data.skipped_rows_file
     lost = json.loads(path.read_text()) if path.exists() else {}
     return {name: len(lost[name]) for name in names if lost.get(name)}
+
+
+def data_sets(params: Params) -> dict[str, dict]:
+    """What the data stage read: each set's role, source, rows and shared problems (data/prepared/eval/sets.json)."""
+    path = params.data.sets_file
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def set_metrics(records: list[Record], grades: list[GroupGrade]) -> dict:

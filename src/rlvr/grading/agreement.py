@@ -134,7 +134,7 @@ def run_samples(eval_root: Path, eval_dir: Path) -> list[dict]:
             rows.append({"golds": r.golds if r else [s["gold"]], "response": s["response"],
                          "benchmark": s["benchmark"], "id": s["id"],
                          # graded as the run graded it: its question and its task's answer form
-                         "question": r.problem if r else "", "form": form_of(r.source) if r else MATH})
+                         "question": r.problem if r else "", "form": form_of(r.source, r.answer_form) if r else MATH})
     return rows
 
 

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import re
 
-NUMBER, MATH = "number", "math"
-ANSWER_FORMS = (NUMBER, MATH)
+from rlvr.data.boxes import last_box
+
+NUMBER, MATH, CHOICE = "number", "math", "choice"
+ANSWER_FORMS = (NUMBER, MATH, CHOICE)  # a dataset entry's answer_form (rlvr.settings.datasets)
 # The form of each task's final answer; sets not named here are competition math (MATH).
 TASK_FORMS = {"arithmetic": NUMBER}
 ANSWER_MARKER = "Answer:"
@@ -36,9 +38,9 @@ _SYNONYMS = ((r"\times", "*"), (r"\cdot", "*"), ("×", "*"), ("·", "*"), (r"\di
              (r"\dfrac", r"\frac"), (r"\tfrac", r"\frac"), ("−", "-"))
 
 
-def form_of(source: str) -> str:
-    """The answer form of a record's set."""
-    return TASK_FORMS.get(source, MATH)
+def form_of(source: str, stated: str | None = None) -> str:
+    """The answer form of a record: the one its dataset entry states, else its set's."""
+    return stated or TASK_FORMS.get(source, MATH)
 
 
 def normalized(text: str) -> str:
@@ -61,21 +63,6 @@ def restates(answer: str, question: str) -> bool:
     """An answer that is an expression copied from the question ("7 + 1" for "Compute 7 + 1.")."""
     a = normalized(answer)
     return bool(a) and has_operator(a) and a in normalized(question)
-
-
-def _last_box(text: str) -> tuple[int, str] | None:
-    """(start, content) of the last closed \\boxed{...} (nested braces allowed)."""
-    start = text.rfind("\\boxed")
-    while start >= 0:
-        i = text.find("{", start)
-        depth, j = 0, i
-        while 0 <= j < len(text):
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            if depth == 0:
-                return start, text[i + 1 : j]
-            j += 1
-        start = text.rfind("\\boxed", 0, start)
-    return None
 
 
 def _after_marker(text: str) -> tuple[int, str] | None:
@@ -102,7 +89,7 @@ def stated_answer(text: str) -> str | None:
     """The final answer in the place the task states: the last box, the text after the
     last answer marker, or the result after the last "=", whichever comes last; None when
     the response has none of them."""
-    places = [p for p in (_last_box(text), _after_marker(text), _after_equals(text)) if p is not None]
+    places = [p for p in (last_box(text), _after_marker(text), _after_equals(text)) if p is not None]
     return max(places)[1].strip() if places else None
 
 
@@ -112,6 +99,25 @@ def number_answer(text: str) -> tuple[str | None, str]:
     if stated is None:
         return None, ""
     return (normalized(stated), stated) if is_number(stated) else (None, stated)
+
+
+_CHOICE = re.compile(r"\(?([A-Za-z])\)")  # "(B)", "B)"
+_WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\{([^{}]*)\}")
+
+
+def choice_letter(text: str) -> str | None:
+    """The option letter a text names ("B", "(b)", "B)", "\\text{(B)}"), upper-cased, or None."""
+    t = _WRAPPERS.sub(r"\1", text).replace("$", "").strip().rstrip(".").strip()
+    if len(t) == 1 and t.isalpha():
+        return t.upper()
+    m = _CHOICE.fullmatch(t)
+    return m.group(1).upper() if m else None
+
+
+def choice_answer(text: str) -> tuple[str | None, str]:
+    """(the letter, what was stated) when the stated answer is one option's letter, else (None, what was stated)."""
+    stated = stated_answer(text)
+    return (None, "") if stated is None else (choice_letter(stated), stated)
 
 
 def kind_of_rewarded(extracted: str, golds: list[str], question: str) -> str:

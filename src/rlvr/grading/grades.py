@@ -14,7 +14,8 @@ from typing import Callable
 OK, NO_ANSWER, EMPTY, TOO_LONG, TIMEOUT, ERROR = "ok", "no_answer", "empty_answer", "too_long", "timeout", "error"
 # NOT_A_NUMBER: the task asks for a number and the stated answer is not one ("7 + 1" for 8).
 # RESTATED: our grader's extracted answer is an expression copied from the question.
-NOT_A_NUMBER, RESTATED = "not_a_number", "restated"
+# NOT_A_CHOICE: a multiple-choice task's stated answer names no option letter.
+NOT_A_NUMBER, NOT_A_CHOICE, RESTATED = "not_a_number", "not_a_choice", "restated"
 FAILED = (TIMEOUT, ERROR)  # statuses where the grader could not decide
 
 
@@ -57,7 +58,8 @@ class GradeCounts:
                 "empty_answers": self.by_status[EMPTY], "too_long": self.by_status[TOO_LONG],
                 "timeouts": self.by_status[TIMEOUT],
                 "errors": self.by_status[ERROR], "compare_errors": self.compare_errors,
-                "not_a_number": self.by_status[NOT_A_NUMBER], "restated": self.by_status[RESTATED]}
+                "not_a_number": self.by_status[NOT_A_NUMBER],
+                "not_a_choice": self.by_status[NOT_A_CHOICE], "restated": self.by_status[RESTATED]}
 
 
 def preference_level(grade: Grade) -> int:

@@ -32,7 +32,7 @@ START_TIMEOUT_S = 120.0  # importing math-verify and sympy takes seconds; a load
 
 def grading_job(record, responses: list[str]) -> tuple:
     """What the pool grades for one record: its golds, the responses, its question and its task's answer form."""
-    return record.golds, responses, record.problem, form_of(record.source)
+    return record.golds, responses, record.problem, form_of(record.source, record.answer_form)
 
 
 class GraderUnavailable(RuntimeError):

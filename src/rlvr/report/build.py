@@ -14,6 +14,7 @@ from rlvr.report import tables
 from rlvr.report.audit import audit, audit_section, flag_note
 from rlvr.report.checkpoints import checkpoint_section
 from rlvr.report.claims import all_claim_rows, claimed_papers, claims_summary, claims_table
+from rlvr.report.data_sets import data_section, sets_of
 from rlvr.report.figure_set import figure_md, figures
 from rlvr.report.figures import scores_figure
 from rlvr.report.format import csv_cell, html, slug
@@ -141,6 +142,11 @@ def how_to_read(r: Report) -> list[str]:
     return [f"## How to read the numbers\n\n{tables.intro(r.results)}{note}{legend}"]
 
 
+def data(r: Report) -> list[str]:
+    sets = sets_of(r.results)
+    return [data_section(sets)] if sets else []
+
+
 def scores(r: Report) -> list[str]:
     out = []
     for kind in KINDS:
@@ -221,7 +227,7 @@ def claims(r: Report) -> list[str]:
 
 
 LEAD = (summary, claims)  # the answer, before the contents
-SECTIONS = (how_to_read, scores, reward_audit, published, ablations, seeds, training_signal, levels, difficulty, diversity, checkpoints, graders)  # the detail, in order
+SECTIONS = (how_to_read, data, scores, reward_audit, published, ablations, seeds, training_signal, levels, difficulty, diversity, checkpoints, graders)  # the detail, in order
 AGREEMENT = "grader_agreement.json"  # the grader_agreement stage's output, beside the report
 
 

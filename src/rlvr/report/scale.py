@@ -49,7 +49,7 @@ class RunScale:
     def of(cls, params) -> "RunScale":
         """A params file's (rlvr.settings.sections.Params): its model, sets and methods' training lengths."""
         methods = params.methods
-        return cls(params.model.source, tuple(params.data.train_sets), {n: m.train.steps for n, m in methods.items()},
+        return cls(params.model.source, tuple(params.data.train_names), {n: m.train.steps for n, m in methods.items()},
                    {n: m.train.questions_per_step for n, m in methods.items()})
 
     def at(self, paper: PaperScale, method: str) -> bool:

@@ -18,7 +18,18 @@ import yaml
 from rlvr.cli import exit_on_config_error
 from rlvr.schema import ConfigError, build, check_ranges, unknown_name
 from rlvr.settings import hardware
-from rlvr.settings.datasets import BENCHMARKS, CHAT_TURN_SETS, HUB_TRAIN_SETS, LEVELS, OFFLINE_TRAIN_SETS
+from rlvr.settings.datasets import (
+    ARITHMETIC,
+    BENCHMARKS,
+    HUB_TRAIN_SETS,
+    LEVELS,
+    OFFLINE_TRAIN_SETS,
+    REGISTERED,
+    entry_of,
+    entry_problems,
+    name_of,
+    vendored,
+)
 from rlvr.settings.prompt import DATASET_SYSTEM
 from rlvr.settings.ranges import CORE, TRAIN
 from rlvr.settings.sections import (
@@ -220,24 +231,36 @@ def check_ablations(report: dict, methods: dict, problems: list[str]) -> None:
 
 
 def check_data_names(p: Params, problems: list[str]) -> None:
-    train_ok = ("arithmetic", *HUB_TRAIN_SETS, *OFFLINE_TRAIN_SETS)
-    for name in p.data.train_sets:
-        if name not in train_ok:
-            problems.append(unknown_name("data.train_sets", name, train_ok))
-        elif name in HUB_TRAIN_SETS and p.data.source == "offline" and not p.data.hub_mirror:
-            problems.append(f"'data.train_sets' has '{name}', which comes from the hub: set data.source: online "
-                            "(or data.hub_mirror to local copies), or train on a vendored set "
-                            f"({', '.join(OFFLINE_TRAIN_SETS)})")
-    lacking = [n for n in p.data.train_sets if n not in CHAT_TURN_SETS]
+    """Each set a registered name or an entry (its file's content: rlvr.data.checks), each
+    from a source this machine is set to read, and each level known."""
+    d = p.data
+    train_ok = (ARITHMETIC, *HUB_TRAIN_SETS, *OFFLINE_TRAIN_SETS)
+    for where, items, valid in (("data.train_sets", d.train_sets, train_ok), ("data.benchmarks", d.benchmarks,
+                                                                               BENCHMARKS)):
+        entry_problems(where, items, problems)
+        for item in items:
+            if isinstance(item, str) and item not in valid:
+                problems.append(unknown_name(where, item, valid) + " (or a dataset entry: docs/data.md)")
+            elif item != ARITHMETIC and _from_hub_offline(entry_of(item), d):
+                problems.append(f"'{where}' has '{name_of(item)}', which comes from the hub: set data.source: online "
+                                "(or data.hub_mirror to local copies)"
+                                + (f", or train on a vendored set ({', '.join(OFFLINE_TRAIN_SETS)})"
+                                   if where == "data.train_sets" else ""))
+    lacking = [n for n in d.train_sets if n == ARITHMETIC or (n in REGISTERED or not isinstance(n, str))
+               and entry_of(n).system_key is None]
     if p.prompt.for_training().system == DATASET_SYSTEM and lacking:
-        problems.append(f"'prompt.train.system' is {DATASET_SYSTEM}, but {', '.join(lacking)} carry no system turn "
-                        f"(only {', '.join(CHAT_TURN_SETS)} do): set prompt.train.system to a text, or \"\" for none")
-    for name in p.data.benchmarks:
-        if name not in BENCHMARKS:
-            problems.append(unknown_name("data.benchmarks", name, BENCHMARKS))
-    for lv in p.data.arithmetic.levels:
+        turns = [n for n, e in REGISTERED.items() if e.system_key]
+        problems.append(f"'prompt.train.system' is {DATASET_SYSTEM}, but {', '.join(map(name_of, lacking))} carry no "
+                        f"system turn (sets of chat turns do: {', '.join(turns)}, a verl parquet, an entry's system "
+                        "column): set prompt.train.system to a text, or \"\" for none")
+    for lv in d.arithmetic.levels:
         if lv not in LEVELS:
             problems.append(f"'data.arithmetic.levels' has unknown level {lv}; valid: {list(LEVELS)}")
+
+
+def _from_hub_offline(e, d) -> bool:
+    """A set only the hub has, while this machine is set to read no hub (data.source: offline, no mirror)."""
+    return bool(e.hub) and not e.path and vendored(e.name) is None and d.source == "offline" and not d.hub_mirror
 
 
 def params_or_exit(path: str = "params.yaml") -> Params:

@@ -16,6 +16,7 @@ import sys
 import typing
 
 from rlvr.objectives.registry import objectives
+from rlvr.settings.datasets import DatasetEntry
 from rlvr.settings.ranges import CORE, TRAIN
 from rlvr.settings.sections import LOADED_SECTIONS, Params, ReportParams
 from rlvr.settings.train import TrainParams
@@ -115,6 +116,7 @@ def reference() -> str:
     for f in dataclasses.fields(Params):
         if dataclasses.is_dataclass(hints.get(f.name)) and f.name not in LOADED_SECTIONS:
             out += section(f.name, hints[f.name])
+    out += section("data.<train_sets|benchmarks>[i]", DatasetEntry)  # a dataset entry (docs/data.md)
     out += section("train", TrainParams, ranges=lambda name: TRAIN.get(name.removeprefix("train.")))
     out += section("report", ReportParams)
     out += ["### `checkpoints`", "", "Released models evaluated as rows of every table, not trained: "

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlvr.schema import check_ranges, unknown_name
+from rlvr.settings.datasets import DatasetEntry, name_of
 from rlvr.settings.prompt import PromptParams, check_prompt
 from rlvr.settings.ranges import CORE
 from rlvr.settings.train import TrainParams
@@ -38,10 +39,12 @@ class DataParams:
     source: str = "offline"  # offline: data/vendor; online: the hub through `datasets`
     vendor_dir: str = "data/vendor"  # the vendored benchmarks and offline training sets
     out_dir: str = "data/prepared"  # train/ (the RL mixture) and eval/ (held-out sets), apart
-    # the RL training mixture: arithmetic, the vendored sets, or hub sets (online)
-    train_sets: list[str] = field(default_factory=lambda: ["arithmetic"])
-    # evaluation sets besides the held-out arithmetic: aime24, aime25, amc23, math500, minerva, olympiadbench
-    benchmarks: list[str] = field(default_factory=lambda: ["math500"])
+    # the RL training mixture: arithmetic, registered sets (vendored, or hub sets online), or dataset entries
+    # ({name, path or hub, columns...}: docs/data.md)
+    train_sets: list[str | DatasetEntry] = field(default_factory=lambda: ["arithmetic"])
+    # evaluation sets besides the held-out arithmetic: aime24, aime25, amc23, math500, minerva, olympiad_bench, or
+    # dataset entries
+    benchmarks: list[str | DatasetEntry] = field(default_factory=lambda: ["math500"])
     arithmetic: ArithmeticParams = field(default_factory=ArithmeticParams)
     hub_mirror: str | None = None  # online sets from local files in the hub's format: <dir>/<repo>/<split>.jsonl
     # problems held out of the training mixture (every copy of each), the validation set of train.eval_every,
@@ -53,6 +56,19 @@ class DataParams:
     # a vendored row that cannot be read (not JSON, no problem or answer) stops the data stage, naming its
     # file and line; true: such rows are skipped, and the report says how many each set lost
     skip_bad_rows: bool = False
+
+    @property
+    def train_names(self) -> list[str]:
+        return [name_of(s) for s in self.train_sets]
+
+    @property
+    def benchmark_names(self) -> list[str]:
+        return [name_of(s) for s in self.benchmarks]
+
+    @property
+    def sets_file(self) -> Path:
+        """{set: its source, rows, role and overlaps}: what the data stage read, for the report."""
+        return self.eval_dir / "sets.json"
 
     @property
     def skipped_rows_file(self) -> Path:
@@ -70,7 +86,7 @@ class DataParams:
     @property
     def validates(self) -> bool:
         """Training has problems held out of it to validate on."""
-        return self.validation_size > 0 or self.arithmetic.held_out("arithmetic" in self.train_sets)
+        return self.validation_size > 0 or self.arithmetic.held_out("arithmetic" in self.train_names)
 
     @property
     def validation_file(self) -> Path:
@@ -238,7 +254,7 @@ def check_params(p: Params, problems: list[str]) -> None:
     check_ranges(p, CORE, problems)
     if p.data.source not in ("offline", "online"):
         problems.append(f"'data.source' must be 'offline' or 'online', got '{p.data.source}'")
-    eval_sets = ("arithmetic", *p.data.benchmarks)
+    eval_sets = ("arithmetic", *p.data.benchmark_names)
     for where, names in (("eval.limits", p.eval.limits), ("eval.k_per_set", p.eval.k_per_set)):
         for name in names:
             if name not in eval_sets:

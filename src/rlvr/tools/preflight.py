@@ -1,6 +1,7 @@
 """The pipeline's first stage (stages/check_params.py): every rule of a params
 file at once, plus what params alone cannot tell: that each model it names
-(model.source, checkpoints:) resolves on this machine, and, on a GPU node,
+(model.source, checkpoints:) resolves on this machine, that each dataset
+entry's file holds what the entry says (rlvr.data.checks), and, on a GPU node,
 that each method fits its GPU (rlvr.tools.memory).
 
 DVC removes a stage's outputs just before running it, so a bad value found by
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rlvr.data.checks import dataset_problems
 from rlvr.schema import ConfigError
 from rlvr.settings.load import read_yaml
 from rlvr.settings.methods import recipe_params
@@ -29,6 +31,7 @@ def check_recipe(path: str | Path = "params.yaml") -> Params:
     params = recipe_params(read_yaml(path), problems)
     if params is not None:
         problems += model_problems(params)
+        problems += dataset_problems(params.data)
     if params is not None and not problems:
         problems += gpu_memory_problems(params)
     if problems:

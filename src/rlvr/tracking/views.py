@@ -44,4 +44,4 @@ def experiment_tags(k: int, set_ks: dict[str, int] | None = None) -> dict[str, s
 
 def view_of(params) -> tuple[int, dict[str, int]]:
     """What the runs table shows of a params file: k, and each evaluated set's k."""
-    return params.eval.k, {name: params.eval.k_for(name) for name in ("arithmetic", *params.data.benchmarks)}
+    return params.eval.k, {name: params.eval.k_for(name) for name in ("arithmetic", *params.data.benchmark_names)}
