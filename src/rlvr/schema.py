@@ -141,6 +141,16 @@ FRACTION = Range(0, 1, low_open=True)  # (0, 1]: a top-p, a share of tokens
 OPEN_FRACTION = Range(0, 1, low_open=True, high_open=True)  # (0, 1)
 
 
+def section_ranges(cls, prefix: str = "", skip: tuple[str, ...] = ()) -> dict[str, Range]:
+    """Every range a dataclass and the sections nested in it keep (`ranges`), keyed by dotted path."""
+    out = {f"{prefix}{key}": r for key, r in getattr(cls, "ranges", {}).items()}
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name not in skip and dataclasses.is_dataclass(hints[f.name]):
+            out.update(section_ranges(hints[f.name], f"{prefix}{f.name}."))
+    return out
+
+
 def check_ranges(obj, ranges: dict[str, Range], problems: list[str], where=lambda key: key) -> None:
     """Every setting of `obj` that `ranges` names ("a.b" reaches a nested
     section) inside its range, each element of a list or mapping too; None is

@@ -19,10 +19,15 @@ from helpers import clean_env, copy_repo
 
 pytestmark = pytest.mark.slow
 
+# A researcher's own sets, written by the tests into data/own/: a GSM8K-style JSONL trained on, a verl
+# parquet evaluated on (docs/data.md's first two worked entries)
+OWN_TRAIN = {"name": "mine", "path": "data/own/mine.jsonl", "problem": "question", "gold": "gsm8k",
+             "answer_form": "number"}
+OWN_EVAL = {"name": "my_verl", "path": "data/own/test.parquet", "format": "verl"}
 TINY = {
     "seeds": [0],  # the default's three seeds are three times the stages: one proves the path
     "data": {"arithmetic": {"levels": [1, 2], "n_train": 20, "n_test_per_level": 3, "n_validation_per_level": 0},
-             "benchmarks": ["math500"],
+             "train_sets": ["arithmetic", OWN_TRAIN], "benchmarks": ["math500", OWN_EVAL],
              "validation_size": 4},
     "engine": {"kv_cache_gib": 1, "max_model_len": 512},
     "eval": {"k": 2, "max_new_tokens": 48, "limits": {"math500": 2}},
@@ -46,13 +51,29 @@ def run(cmd, cwd, **kw):
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, **kw)
 
 
+def write_own_sets(root: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    own = root / "data" / "own"
+    rows = [{"question": f"Sam has {a} pens and gets {b} more. How many pens?", "answer": f"{a} + {b}\n#### {a + b}"}
+            for a, b in [(2, 3), (4, 1), (5, 2), (1, 6), (3, 3), (7, 1)]]
+    (own / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    turns = lambda q: [{"role": "system", "content": "Be brief."}, {"role": "user", "content": q}]  # noqa: E731
+    pq.write_table(pa.Table.from_pylist([
+        {"data_source": "mine", "prompt": turns(q), "ability": "math",
+         "reward_model": {"ground_truth": a, "style": "rule"}} for q, a in [("What is $6 \\times 7$?", "42"), ("What is $9 - 4$?", "5")]]), own / "test.parquet")
+
+
 def tiny_repo(tmp_path_factory, **overrides) -> Path:
     root = copy_repo(tmp_path_factory.mktemp("repo"))
+    write_own_sets(root)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["methods"] = {m: params["methods"][m] for m in METHODS}  # two suffice, whatever the default runs
     params["sweep"]["grid"] = {m: g for m, g in params["sweep"]["grid"].items() if m in METHODS}
     (root / "params.yaml").write_text(yaml.safe_dump(deep_update(deep_update(params, TINY), overrides)))
-    run(["git", "commit", "-qam", "tiny params"], root)
+    run(["git", "add", "-A"], root)  # the own sets too: a queued experiment copies what git holds
+    run(["git", "commit", "-qm", "tiny params"], root)
     return root
 
 
@@ -72,11 +93,12 @@ def test_repro_writes_metrics_per_level(pipeline):
     arith = m["benchmarks"]["arithmetic"]
     assert set(arith["levels"]) == {"1", "2"} and m["ranks"] == 1
     assert arith["n_problems"] == 6 and m["benchmarks"]["math500"]["n_problems"] == 2
+    assert m["benchmarks"]["my_verl"]["n_problems"] == 2  # the verl parquet, evaluated as it is
     for key in ("avg@2", "pass@1", "pass@2", "maj@2"):
         assert 0.0 <= arith[key] <= 1.0
     assert arith["pass@2"] >= arith["pass@1"] == pytest.approx(arith["avg@2"])
     rows = [json.loads(line) for line in (root / "reports/eval/base/samples.jsonl").read_text().splitlines()]
-    assert len(rows) == (6 + 2) * 2  # every problem once, from whichever rank generated it
+    assert len(rows) == (6 + 2 + 2) * 2  # every problem once, from whichever rank generated it
     assert {"id", "response", "extracted", "correct"} <= set(rows[0])
     ar = [r for r in rows if r["benchmark"] == "arithmetic"]
     assert arith["avg@2"] == pytest.approx(sum(r["correct"] for r in ar) / len(ar))
@@ -101,7 +123,7 @@ def test_a_released_checkpoint_is_evaluated_as_a_marked_row(pipeline, tiny_model
     m = json.loads((root / "reports/eval/released_tiny/metrics.json").read_text())
     assert m["model"] == str(tiny_model) and m["ranks"] == 1 and m["k"] == 2
     problems = [json.loads(line) for line in (root / "reports/eval/released_tiny/problems.jsonl").read_text().splitlines()]
-    assert len(problems) == 6 + 2 and all(r["perplexity"] >= 1 and 0 <= r["distinct"] <= 2 for r in problems)
+    assert len(problems) == 6 + 2 + 2 and all(r["perplexity"] >= 1 and 0 <= r["distinct"] <= 2 for r in problems)
     assert "[evaluate@released_tiny] done in" in out.stdout
     md = (root / "reports/results.md").read_text()
     assert "| released_tiny (released checkpoint) | " in md.split("## Main table")[1].split("\n## ")[0]
@@ -125,7 +147,7 @@ def test_validation_keeps_and_scores_only_the_best_checkpoint(pipeline):
     assert sorted(by_step["steps"], key=int) == [str(s["step"]) for s in listed]  # the full protocol on these only
     train_rows = (root / "data/prepared/train/train.jsonl").read_text().splitlines()
     held_out = (root / "data/prepared/train/validation.jsonl").read_text().splitlines()
-    assert len(held_out) == 4 and len(train_rows) == 20 - 4 and not set(held_out) & set(train_rows)
+    assert len(held_out) == 4 and len(train_rows) == 20 + 6 - 4 and not set(held_out) & set(train_rows)
 
     md = (root / "reports/results.md").read_text()
     assert "Checkpoint selection: the final model and the best on validation" in md
@@ -200,7 +222,7 @@ def _stale(root: Path) -> set[str]:
 @pytest.mark.parametrize("change,expected", [
     ({"eval": {"k": 1}}, {"evaluate_base", "evaluate@grpo-0", "evaluate_checkpoint@released_tiny"}),
     ({"methods": {"grpo": {"clip_low": 0.1}}}, {"train@grpo-0", "report"}),  # the report reads the method list
-    ({"data": {"benchmarks": ["math500", "aime24"]}}, {"prepare_data", "evaluate_base", "evaluate@grpo-0",
+    ({"data": {"benchmarks": ["math500", OWN_EVAL, "aime24"]}}, {"prepare_data", "evaluate_base", "evaluate@grpo-0",
                                                       "evaluate_checkpoint@released_tiny"}),
     ({"checkpoints": {"released_tiny": "another/model"}}, {"evaluate_checkpoint@released_tiny", "report"}),
     ({"report": {"paper_profile": "1.5b"}}, {"report"}),
@@ -217,6 +239,32 @@ def test_a_params_change_makes_only_its_stages_stale(pipeline, change, expected)
         assert _stale(root) == expected | {"check_params"}
     finally:
         (root / "params.yaml").write_text(original)
+
+
+def test_own_sets_train_evaluate_and_rerun_when_their_file_changes(pipeline):
+    """The JSONL entry trained on, the verl parquet evaluated on and named in the held-out table and the
+    Data section; an edit of the JSONL makes exactly the stages that read data/own/ stale."""
+    root, _ = pipeline
+    trained = [json.loads(line) for line in (root / "data/prepared/train/train.jsonl").read_text().splitlines()]
+    mine = [r for r in trained if r["source"] == "mine"]
+    held = [json.loads(line) for line in (root / "data/prepared/train/validation.jsonl").read_text().splitlines()]
+    assert len(mine) + sum(r["source"] == "mine" for r in held) == 6
+    assert {r["answer_form"] for r in mine} == {"number"} and "7" in {r["answer"] for r in mine}
+    results = (root / "reports/results.md").read_text()
+    header = next(line for line in results.splitlines() if line.startswith("| ") and "my_verl" in line
+                  and "math500" in line)  # the held-out table: a column per set
+    assert "arithmetic" in header and "mean" in header
+    assert "| mine | training | data/own/mine.jsonl | 6 |" in results
+    assert "| my_verl | evaluation | data/own/test.parquet | 2 |" in results
+    path = root / "data/own/mine.jsonl"
+    original = path.read_text()
+    try:
+        path.write_text(original + json.dumps({"question": "Ann has 8 pens and loses 2. How many?",
+                                               "answer": "#### 6"}) + "\n")
+        assert _stale(root) == {"check_params", "prepare_data"}
+    finally:
+        path.write_text(original)
+    assert _stale(root) == set()
 
 
 def test_bad_params_stop_dvc_repro_before_any_output_is_removed(pipeline, tiny_model):

@@ -13,9 +13,10 @@ from rlvr.objectives.registry import objectives
 from rlvr.schema import ConfigError, Range, numeric_settings
 from rlvr.settings.load import load_params
 from rlvr.settings.methods import parse_recipe
-from rlvr.settings.ranges import CORE, TRAIN
-from rlvr.settings.sections import LOADED_SECTIONS, Params
+from rlvr.settings.sections import CORE, LOADED_SECTIONS, Params
 from rlvr.settings.train import TrainParams
+
+TRAIN = TrainParams.ranges
 
 RAW = yaml.safe_load((REPO / "params.yaml").read_text())
 CORE_SETTINGS = {k: t for k, t in numeric_settings(Params).items() if k.split(".")[0] not in LOADED_SECTIONS}

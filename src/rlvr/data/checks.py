@@ -11,8 +11,7 @@ import warnings
 from rlvr.data import sources
 from rlvr.data.files import columns, read_rows
 from rlvr.data.records import DataError, EmptyDatasetError, problem_key
-from rlvr.settings.datasets import ARITHMETIC, DatasetEntry, name_of, vendored
-from rlvr.settings.sections import DataParams
+from rlvr.settings.datasets import ARITHMETIC, DataParams, DatasetEntry, name_of, vendored
 
 SHOWN = 5  # rows named in a message before "..."
 

@@ -13,9 +13,8 @@ from rlvr.atomic import write_json
 from rlvr.data import arithmetic, sources
 from rlvr.data.prompts import prompt_token_ids
 from rlvr.data.records import Record, problem_key, write_jsonl
-from rlvr.settings.datasets import ARITHMETIC, entry_of, name_of, vendored
+from rlvr.settings.datasets import ARITHMETIC, DataParams, entry_of, name_of, vendored
 from rlvr.settings.prompt import PromptParams
-from rlvr.settings.sections import DataParams
 
 
 def drop_long_prompts(records: list[Record], limit: int, tokenizer, prompt: PromptParams) -> tuple[list[Record], int]:

@@ -18,8 +18,7 @@ from pathlib import Path
 from rlvr.data.boxes import last_boxed
 from rlvr.data.files import read_rows
 from rlvr.data.records import SKIP_HINT, DataError, EmptyDatasetError, Record, numbered_rows
-from rlvr.settings.datasets import BENCHMARKS, OFFLINE_TRAIN_SETS, REGISTERED, DatasetEntry, entry_of, vendored
-from rlvr.settings.sections import DataParams
+from rlvr.settings.datasets import BENCHMARKS, OFFLINE_TRAIN_SETS, REGISTERED, DataParams, DatasetEntry, entry_of, vendored
 
 
 class OfflineError(RuntimeError):

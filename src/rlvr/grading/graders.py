@@ -51,7 +51,7 @@ def grade_choices(golds: list[str], responses: list[str], answer_after: str | No
     names the gold's option letter; a stated answer that names no letter earns nothing."""
     right = {letter for g in golds if (letter := choice_letter(g))}
     stated = [choice_answer(answer_part(text, answer_after)) for text in responses]
-    items = [Grade(letter in right, letter, OK) if letter else Grade(False, text[:200], NOT_A_CHOICE if text else NO_ANSWER)
-             for letter, text in stated]
+    items = [Grade(letter in right, letter, OK) if letter
+             else Grade(False, text[:200], NOT_A_CHOICE if text else NO_ANSWER) for letter, text in stated]
     votes = Counter(letter for letter, _ in stated if letter)
     return GroupGrade(items, bool(votes) and votes.most_common(1)[0][0] in right)

@@ -9,7 +9,7 @@ import numpy as np
 from rlvr import stats
 from rlvr.report.claim_stats import verdict
 from rlvr.report.format import Cell, fmt, markdown
-from rlvr.report.inputs import DIVERSITY, MethodResults, per_problem
+from rlvr.report.inputs import DIVERSITY, MethodResults
 from rlvr.report.seeds import seeds_lead
 from rlvr.runs import BASE
 

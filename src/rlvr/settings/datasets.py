@@ -1,4 +1,4 @@
-"""What a params file may name as data: a dataset entry (one set's source and
+"""The `data:` section: its settings, a dataset entry (one set's source and
 columns), the registered sets written as such entries, and the arithmetic levels.
 
 Apart from the loaders (rlvr.data), so that loading params (rlvr.settings.load)
@@ -8,9 +8,14 @@ checks the entries without reading a file.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
 
-FORMATS = ("columns", "verl")  # columns: named by the entry; verl: verl's RL parquet (prompt, reward_model, data_source)
+from rlvr.schema import AT_LEAST_0, AT_LEAST_1, Range
+
+# columns: the columns the entry names; verl: verl's RL parquet (prompt, reward_model, data_source)
+FORMATS = ("columns", "verl")
 # How the gold is read from its column: clean (a list literal's forms, "$" and a trailing ".0" removed),
 # as_stored (the text exactly: SIREN's reward), gsm8k (after the last "####"), boxed (the last \boxed{} of a solution)
 GOLDS = ("clean", "as_stored", "gsm8k", "boxed")
@@ -165,3 +170,83 @@ def local_entries(data) -> list[tuple[str, DatasetEntry]]:
     """(train | eval, entry) of each params entry read from a local file."""
     return [(role, i) for role, items in (("train", data.train_sets), ("eval", data.benchmarks))
             for i in items if isinstance(i, DatasetEntry) and i.path]
+
+
+@dataclass
+class ArithmeticParams:
+    # difficulty levels to generate (1: one-digit sums, 2: one-digit products ... 7: the hardest)
+    levels: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
+    n_train: int = 2000  # training problems, over all levels
+    n_test_per_level: int = 20  # held-out test problems per level (at most half of a small level's problems)
+    # problems per level held out of training and test, the validation set of train.eval_every (at most a
+    # quarter of a small level's problems); 0: none
+    n_validation_per_level: int = 0
+    seed: int = 1234  # the generator's seed
+    ranges: ClassVar[dict[str, Range]] = {"levels": AT_LEAST_1, "n_train": AT_LEAST_1, "n_test_per_level": AT_LEAST_1,
+                                          "n_validation_per_level": AT_LEAST_0, "seed": AT_LEAST_0}
+
+    def held_out(self, trained: bool) -> bool:
+        """Whether the arithmetic task gives validation problems (`trained`: it is in the training mixture)."""
+        return trained and self.n_validation_per_level > 0
+
+
+@dataclass
+class DataParams:
+    source: str = "offline"  # offline: data/vendor; online: the hub through `datasets`
+    vendor_dir: str = "data/vendor"  # the vendored benchmarks and offline training sets
+    out_dir: str = "data/prepared"  # train/ (the RL mixture) and eval/ (held-out sets), apart
+    # the RL training mixture: arithmetic, registered sets (vendored, or hub sets online), or dataset entries
+    # ({name, path or hub, columns...}: docs/data.md)
+    train_sets: list[str | DatasetEntry] = field(default_factory=lambda: ["arithmetic"])
+    # evaluation sets besides the held-out arithmetic: aime24, aime25, amc23, math500, minerva, olympiad_bench, or
+    # dataset entries
+    benchmarks: list[str | DatasetEntry] = field(default_factory=lambda: ["math500"])
+    arithmetic: ArithmeticParams = field(default_factory=ArithmeticParams)
+    # hub sets from local files in the hub's format: <dir>/<repo>[/<config>]/<split>.jsonl
+    hub_mirror: str | None = None
+    # problems held out of the training mixture (every copy of each), the validation set of train.eval_every,
+    # besides the arithmetic task's own (data.arithmetic.n_validation_per_level)
+    validation_size: int = 0
+    # Training prompts longer than this many tokens (after the chat template, as the model sees them) are
+    # dropped, as verl's dataset does with data.max_prompt_length (null: none dropped)
+    max_prompt_tokens: int | None = None
+    # a vendored row that cannot be read (not JSON, no problem or answer) stops the data stage, naming its
+    # file and line; true: such rows are skipped, and the report says how many each set lost
+    skip_bad_rows: bool = False
+    ranges: ClassVar[dict[str, Range]] = {"validation_size": AT_LEAST_0, "max_prompt_tokens": AT_LEAST_1}
+
+    @property
+    def train_names(self) -> list[str]:
+        return [name_of(s) for s in self.train_sets]
+
+    @property
+    def benchmark_names(self) -> list[str]:
+        return [name_of(s) for s in self.benchmarks]
+
+    @property
+    def sets_file(self) -> Path:
+        """{set: its source, rows, role and overlaps}: what the data stage read, for the report."""
+        return self.eval_dir / "sets.json"
+
+    @property
+    def skipped_rows_file(self) -> Path:
+        """{set: [line numbers]} of the rows skipped (data.skip_bad_rows, or the hub's rows without an answer)."""
+        return self.eval_dir / "skipped_rows.json"
+
+    @property
+    def train_dir(self) -> Path:
+        return Path(self.out_dir) / "train"
+
+    @property
+    def eval_dir(self) -> Path:
+        return Path(self.out_dir) / "eval"
+
+    @property
+    def validates(self) -> bool:
+        """Training has problems held out of it to validate on."""
+        return self.validation_size > 0 or self.arithmetic.held_out("arithmetic" in self.train_names)
+
+    @property
+    def validation_file(self) -> Path:
+        """Held out of the training mixture, beside it: what the train stage validates on."""
+        return self.train_dir / "validation.jsonl"

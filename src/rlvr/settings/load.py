@@ -31,7 +31,6 @@ from rlvr.settings.datasets import (
     vendored,
 )
 from rlvr.settings.prompt import DATASET_SYSTEM
-from rlvr.settings.ranges import CORE, TRAIN
 from rlvr.settings.sections import (
     LOADED_SECTIONS,
     EvalParams,
@@ -163,7 +162,7 @@ def method_entries(params: Params, shared: dict, methods: dict, problems: list[s
         overrides = {k: v for k, v in entry.items() if k in TRAIN_KEYS}
         build(TrainParams, overrides, f"methods.{name}.", problems)  # a bad override, named where it is written
         train = build(TrainParams, {**shared, **overrides}, "train.", []) or TrainParams()  # reported: above, shared
-        check_ranges(train, TRAIN, problems, where=lambda k, n=name, o=overrides: f"methods.{n}.{k}" if k in o
+        check_ranges(train, TrainParams.ranges, problems, where=lambda k, n=name, o=overrides: f"methods.{n}.{k}" if k in o
                      else f"train.{k}")
         check_train(f"methods.{name}", train, params, problems)
         settings = {k: v for k, v in entry.items() if k not in TRAIN_KEYS}
@@ -206,7 +205,7 @@ def check_checkpoints(checkpoints, params: Params, methods: dict,
             own = build(EvalParams, {**dataclasses.asdict(params.eval), **(entry.get("eval") or {})},
                         f"{where}.eval.", problems)
             if own is not None:
-                check_ranges(own, {k.removeprefix("eval."): v for k, v in CORE.items() if k.startswith("eval.")},
+                check_ranges(own, EvalParams.ranges,
                              problems, where=lambda k, w=where: f"{w}.eval.{k}")
                 check_eval_length(own, params.engine, f"{where}.eval.", problems)
                 evals[str(name)] = own

@@ -17,8 +17,7 @@ import typing
 
 from rlvr.objectives.registry import objectives
 from rlvr.settings.datasets import DatasetEntry
-from rlvr.settings.ranges import CORE, TRAIN
-from rlvr.settings.sections import LOADED_SECTIONS, Params, ReportParams
+from rlvr.settings.sections import CORE, LOADED_SECTIONS, Params, ReportParams
 from rlvr.settings.train import TrainParams
 
 _FIELD = re.compile(r"^\s+(\w+): [^=#]+?(?: = .+?)?(?:\s+#\s*(.*))?$")
@@ -117,7 +116,7 @@ def reference() -> str:
         if dataclasses.is_dataclass(hints.get(f.name)) and f.name not in LOADED_SECTIONS:
             out += section(f.name, hints[f.name])
     out += section("data.<train_sets|benchmarks>[i]", DatasetEntry)  # a dataset entry (docs/data.md)
-    out += section("train", TrainParams, ranges=lambda name: TRAIN.get(name.removeprefix("train.")))
+    out += section("train", TrainParams, ranges=lambda name: TrainParams.ranges.get(name.removeprefix("train.")))
     out += section("report", ReportParams)
     out += ["### `checkpoints`", "", "Released models evaluated as rows of every table, not trained: "
             "`{name: hub id or local directory}`, or `{name: {source: hub id or local directory, eval: {...}}}` "

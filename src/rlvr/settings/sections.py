@@ -10,88 +10,29 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
-from rlvr.schema import check_ranges, unknown_name
-from rlvr.settings.datasets import DatasetEntry, name_of
+from rlvr.schema import (
+    AT_LEAST_0,
+    AT_LEAST_1,
+    FRACTION,
+    OPEN_FRACTION,
+    POSITIVE,
+    Range,
+    check_ranges,
+    section_ranges,
+    unknown_name,
+)
+from rlvr.settings.datasets import DataParams
 from rlvr.settings.prompt import PromptParams, check_prompt
-from rlvr.settings.ranges import CORE
 from rlvr.settings.train import TrainParams
 
-
-@dataclass
-class ArithmeticParams:
-    # difficulty levels to generate (1: one-digit sums, 2: one-digit products ... 7: the hardest)
-    levels: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
-    n_train: int = 2000  # training problems, over all levels
-    n_test_per_level: int = 20  # held-out test problems per level (at most half of a small level's problems)
-    # problems per level held out of training and test, the validation set of train.eval_every (at most a
-    # quarter of a small level's problems); 0: none
-    n_validation_per_level: int = 0
-    seed: int = 1234  # the generator's seed
-
-    def held_out(self, trained: bool) -> bool:
-        """Whether the arithmetic task gives validation problems (`trained`: it is in the training mixture)."""
-        return trained and self.n_validation_per_level > 0
-
-
-@dataclass
-class DataParams:
-    source: str = "offline"  # offline: data/vendor; online: the hub through `datasets`
-    vendor_dir: str = "data/vendor"  # the vendored benchmarks and offline training sets
-    out_dir: str = "data/prepared"  # train/ (the RL mixture) and eval/ (held-out sets), apart
-    # the RL training mixture: arithmetic, registered sets (vendored, or hub sets online), or dataset entries
-    # ({name, path or hub, columns...}: docs/data.md)
-    train_sets: list[str | DatasetEntry] = field(default_factory=lambda: ["arithmetic"])
-    # evaluation sets besides the held-out arithmetic: aime24, aime25, amc23, math500, minerva, olympiad_bench, or
-    # dataset entries
-    benchmarks: list[str | DatasetEntry] = field(default_factory=lambda: ["math500"])
-    arithmetic: ArithmeticParams = field(default_factory=ArithmeticParams)
-    hub_mirror: str | None = None  # online sets from local files in the hub's format: <dir>/<repo>/<split>.jsonl
-    # problems held out of the training mixture (every copy of each), the validation set of train.eval_every,
-    # besides the arithmetic task's own (data.arithmetic.n_validation_per_level)
-    validation_size: int = 0
-    # Training prompts longer than this many tokens (after the chat template, as the model sees them) are
-    # dropped, as verl's dataset does with data.max_prompt_length (null: none dropped)
-    max_prompt_tokens: int | None = None
-    # a vendored row that cannot be read (not JSON, no problem or answer) stops the data stage, naming its
-    # file and line; true: such rows are skipped, and the report says how many each set lost
-    skip_bad_rows: bool = False
-
-    @property
-    def train_names(self) -> list[str]:
-        return [name_of(s) for s in self.train_sets]
-
-    @property
-    def benchmark_names(self) -> list[str]:
-        return [name_of(s) for s in self.benchmarks]
-
-    @property
-    def sets_file(self) -> Path:
-        """{set: its source, rows, role and overlaps}: what the data stage read, for the report."""
-        return self.eval_dir / "sets.json"
-
-    @property
-    def skipped_rows_file(self) -> Path:
-        """{set: [line numbers]} of the rows skipped (data.skip_bad_rows, or the hub's rows without an answer)."""
-        return self.eval_dir / "skipped_rows.json"
-
-    @property
-    def train_dir(self) -> Path:
-        return Path(self.out_dir) / "train"
-
-    @property
-    def eval_dir(self) -> Path:
-        return Path(self.out_dir) / "eval"
-
-    @property
-    def validates(self) -> bool:
-        """Training has problems held out of it to validate on."""
-        return self.validation_size > 0 or self.arithmetic.held_out("arithmetic" in self.train_names)
-
-    @property
-    def validation_file(self) -> Path:
-        """Held out of the training mixture, beside it: what the train stage validates on."""
-        return self.train_dir / "validation.jsonl"
+# Each section keeps the range of each of its numeric settings beside them, as `ranges` (the objectives
+# too: ObjectiveParams.ranges); tests/settings/test_ranges.py fails a numeric setting without one and
+# plants a refused value in each. The rules between settings stay in the check_* functions.
+MAX_SAMPLES = 1024  # eval.k and validation.k: the most samples of a problem (the papers' largest is 256)
+SAMPLES = Range(1, MAX_SAMPLES)
+CONTEXT = Range(2)  # a prompt token and a response token, at least
 
 
 GRADERS = ("math_verify", "deepscaler", "siren_official")  # verifier.grader (rlvr.grading.graders)
@@ -114,6 +55,8 @@ class EngineParams:
     # tokens per KV-cache block, the grain of prefix caching (null: vLLM's own, 128 on CPU, 16 on GPU): a
     # group's n samples and prompts sharing a system turn reuse a cached prefix of whole blocks only
     block_size: int | None = None
+    ranges: ClassVar[dict[str, Range]] = {"kv_cache_gib": POSITIVE, "gpu_memory_utilization": OPEN_FRACTION,
+                                          "max_model_len": CONTEXT, "seed": AT_LEAST_0, "block_size": AT_LEAST_1}
 
 
 @dataclass
@@ -129,6 +72,9 @@ class EvalParams:
     out_dir: str = "reports/eval"  # where each run's evaluation is written
     gpu_memory_utilization: float = 0.9  # vLLM's share of the GPU in evaluation, where nothing else runs there
     max_model_len: int | None = None  # the evaluation engine's context (null: engine.max_model_len, training's)
+    ranges: ClassVar[dict[str, Range]] = {"k": SAMPLES, "k_per_set": SAMPLES, "temperature": AT_LEAST_0,
+                                          "top_p": FRACTION, "max_new_tokens": AT_LEAST_1, "limits": AT_LEAST_1,
+                                          "gpu_memory_utilization": OPEN_FRACTION, "max_model_len": CONTEXT}
 
     def k_for(self, name: str) -> int:
         return self.k_per_set.get(name, self.k)
@@ -144,6 +90,8 @@ class ValidationParams:
     temperature: float = 0.6  # sampling temperature
     top_p: float = 1.0  # nucleus sampling
     max_new_tokens: int = 256  # the longest response
+    ranges: ClassVar[dict[str, Range]] = {"k": SAMPLES, "temperature": AT_LEAST_0, "top_p": FRACTION,
+                                          "max_new_tokens": AT_LEAST_1}
 
     def k_for(self, name: str) -> int:
         return self.k
@@ -157,6 +105,7 @@ class VerifierParams:
     # Who grades training's rewards and the evaluation: math_verify (ours, rlvr.grading), or a paper's own,
     # written from its official code: deepscaler (DisCO's runs), siren_official (SIREN's)
     grader: str = "math_verify"
+    ranges: ClassVar[dict[str, Range]] = {"workers": AT_LEAST_1, "timeout_s": POSITIVE, "group_timeout_s": POSITIVE}
 
 
 @dataclass
@@ -165,6 +114,7 @@ class TrackingParams:
     uri: str = ""  # empty: sqlite:///<repo>/mlflow.db, or $MLFLOW_TRACKING_URI
     log_samples: int = 200  # rows of the per-sample table logged to MLflow
     log_completions: int = 4  # sampled completions per training step, a table in MLflow (completions/step_N.json)
+    ranges: ClassVar[dict[str, Range]] = {"log_samples": AT_LEAST_0, "log_completions": AT_LEAST_0}
 
 
 @dataclass
@@ -178,6 +128,8 @@ class LauncherParams:
     master_addr: str | None = None  # rank 0's address for several nodes (default: the first host)
     master_port: int = 29500  # rank 0's port for the process group
     timeout_s: float = 1800.0  # a collective that waits longer ends the job (a dead or stuck rank)
+    ranges: ClassVar[dict[str, Range]] = {"procs_per_node": AT_LEAST_1, "nodes": AT_LEAST_1,
+                                          "master_port": Range(1, 65535), "timeout_s": POSITIVE}
 
     @property
     def world(self) -> int:
@@ -202,6 +154,7 @@ class SweepParams:
 
     seed: int = 0  # the seed each configuration trains with
     grid: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # {method: {setting: [values]}}
+    ranges: ClassVar[dict[str, Range]] = {"seed": AT_LEAST_0}
 
 
 @dataclass
@@ -236,6 +189,7 @@ class Params:
     checkpoints: dict[str, str] = field(default_factory=dict)  # released models evaluated as rows: {name: hub id or directory}
     # a released model evaluated with its own eval: settings ({source, eval} entries: the paper's 32k rows)
     checkpoint_eval: dict[str, EvalParams] = field(default_factory=dict)
+    ranges: ClassVar[dict[str, Range]] = {"seeds": AT_LEAST_0}
 
     def evaluated_as(self, checkpoint: str) -> "Params":
         """The settings a released model is evaluated with: these, with its own eval: where its entry gives one."""
@@ -246,10 +200,11 @@ class Params:
 # Sections the loader builds itself (rlvr.settings.load), not schema.build: a method's training settings are
 # `train:` with the entry's overrides, and its objective's settings wait for the objective (rlvr.settings.methods).
 LOADED_SECTIONS = ("train", "methods", "report", "checkpoints", "checkpoint_eval")
+CORE = section_ranges(Params, skip=LOADED_SECTIONS)  # {"eval.k": its Range, ...}: the sections' own, gathered
 
 
 def check_params(p: Params, problems: list[str]) -> None:
-    """The core sections' ranges (rlvr.settings.ranges) and the rules among
+    """The core sections' ranges (each section's `ranges`) and the rules among
     their values (the data sets' names: rlvr.settings.load)."""
     check_ranges(p, CORE, problems)
     if p.data.source not in ("offline", "online"):

@@ -7,8 +7,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
+from rlvr.schema import AT_LEAST_0, AT_LEAST_1, FRACTION, POSITIVE, Range
 from rlvr.settings.call_plan import CallPlan
 
 if TYPE_CHECKING:  # the sections import TrainParams: only the type comes back
@@ -55,6 +56,18 @@ class TrainParams:
     overlong_buffer: int = 0  # DAPO's soft overlong punishment over the last this many tokens (0 = off)
     dynamic_sampling: bool = False  # DAPO: drop groups whose accuracies are all equal, refill from new questions
     dynamic_sampling_rounds: int = 3  # extra rollout rounds at most per step
+    ranges: ClassVar[dict[str, Range]] = {
+        "steps": AT_LEAST_1, "questions_per_step": AT_LEAST_1,
+        "responses_per_question": Range(2),  # every objective compares the responses of a question
+        "mini_batch_questions": AT_LEAST_1, "micro_batch_questions": AT_LEAST_1, "max_tokens_per_call": AT_LEAST_0,
+        "sequences_per_call": AT_LEAST_0, "epochs_per_step": AT_LEAST_1, "max_response_tokens": AT_LEAST_1,
+        "temperature": POSITIVE,  # RL samples: 0 (greedy) would give a group of equal responses
+        "top_p": FRACTION, "lr": POSITIVE, "weight_decay": AT_LEAST_0, "warmup_steps": AT_LEAST_0,
+        "grad_clip": POSITIVE, "zero_stage": Range(0, 3), "checkpoint_every": AT_LEAST_1, "eval_every": AT_LEAST_0,
+        "max_bad_steps": AT_LEAST_1, "snapshot_every": AT_LEAST_0, "seed": AT_LEAST_0,
+        "incorrect_reward": Range(-1, 1, high_open=True),  # below a right answer's 1 (DAPO's -1, DisCO's 0)
+        "overlong_buffer": AT_LEAST_0, "dynamic_sampling_rounds": AT_LEAST_0,
+    }
 
     @property
     def float32_gradients(self) -> bool:
@@ -66,7 +79,7 @@ class TrainParams:
 
 def check_train(where: str, t: TrainParams, params: Params, problems: list[str]) -> None:
     """The rules among a method's training settings (`train:` with its
-    overrides; each one's range: rlvr.settings.ranges); those that depend on
+    overrides; each one's range: TrainParams.ranges); those that depend on
     its objective are in rlvr.settings.methods."""
     if t.mini_batch_questions >= 1 and t.questions_per_step % t.mini_batch_questions:
         problems.append(f"'train.mini_batch_questions' ({t.mini_batch_questions}) must divide "
