@@ -21,9 +21,9 @@ if __name__ == "__main__":
     args = ap.parse_args()
     params = params_or_exit()
     with exit_on_config_error():
-        check_methods(params)  # every method's objective settings, so a typo in the next one stops this one too
-        method = method_config(params, args.method)
-        check_this_gpu(params, args.method)  # before the ranks start: a recipe that cannot fit stops here
+        # every method built once, so a typo in the next one stops this one too
+        method = check_methods(params).get(args.method) or method_config(params, args.method)  # (unknown: its error)
+        check_this_gpu(params, method)  # before the ranks start: a recipe that cannot fit stops here
         relaunch(params)
     run = Run(args.method, params.seeds[0] if args.seed is None else args.seed)
     method = dataclasses.replace(method, train=dataclasses.replace(method.train, seed=run.seed))

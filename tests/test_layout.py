@@ -125,3 +125,60 @@ def test_every_dotted_name_in_the_docs_and_code_exists():
                     break
                 obj = getattr(obj, attr)
     assert sorted(stale) == []
+
+
+def module_imports(path: Path) -> set[str]:
+    """The rlvr modules `path` imports at its top level, TYPE_CHECKING blocks included (a circle of
+    annotations is a circle still); imports inside functions are deferred on purpose and left out."""
+    tree = ast.parse(path.read_text())
+    nodes = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    nodes += [n for block in tree.body if isinstance(block, ast.If) and ast.unparse(block.test).endswith("TYPE_CHECKING")
+              for n in block.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    out = set()
+    for node in nodes:
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module] + [f"{node.module}.{a.name}" for a in node.names] if node.module and node.level == 0
+                 else [])
+        out |= {n for n in names if n.startswith("rlvr.") and module_file(n)}
+    return out
+
+
+def module_file(name: str) -> Path | None:
+    path = RLVR.parent / name.replace(".", "/")
+    return path.with_suffix(".py") if path.with_suffix(".py").exists() else None
+
+
+def import_circles() -> list[list[str]]:
+    """Each circle of top-level imports among rlvr's modules, as the modules around it."""
+    graph = {}
+    for f in RLVR.rglob("*.py"):
+        name = ".".join(f.relative_to(RLVR.parent).with_suffix("").parts)
+        graph[name] = {n for n in module_imports(f) if n != name}
+    circles, done = [], set()
+
+    def visit(node, path):
+        if node in path:
+            circles.append(path[path.index(node):] + [node])
+            return
+        if node in done:
+            return
+        for nxt in sorted(graph.get(node, ())):
+            visit(nxt, path + [node])
+        done.add(node)
+
+    for node in sorted(graph):
+        visit(node, [])
+    return circles
+
+
+def test_no_two_modules_import_each_other_even_for_annotations():
+    assert import_circles() == []
+
+
+def test_a_circle_of_annotations_is_caught(monkeypatch):
+    """The circle the settings had: train.py uses CallPlan, call_plan.py annotated with TrainParams."""
+    planted = RLVR / "settings" / "train.py"
+    text = planted.read_text() + "\nif TYPE_CHECKING:\n    from rlvr.settings.call_plan import CallPlan\n"
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: text if self == planted else
+                        Path.read_bytes(self).decode())
+    assert [set(c) for c in import_circles()] == [{"rlvr.settings.call_plan", "rlvr.settings.train"}]

@@ -90,14 +90,18 @@ def test_model_sources_resolve_here(tmp_path, monkeypatch, tiny_model):
 
 
 def test_on_a_gpu_node_a_method_that_cannot_fit_is_a_problem_before_any_stage(tmp_path, monkeypatch):
-    """rlvr.tools.memory's check per method (a no-op without CUDA, so stood in for here by its error)."""
+    """rlvr.tools.memory's check per method, given each method as built (a no-op without CUDA, so a GPU
+    and its error are stood in for here)."""
+    import torch
+
     from rlvr.tools import memory
 
     def too_big(params, method):
-        if method == "grpo":
-            raise ConfigError([f"methods.{method}: needs 90.0 GiB of 79.2; train.max_tokens_per_call: 8192 fits"],
-                              "memory")
+        if method.name == "grpo" and method.loss is not None:
+            raise ConfigError([f"methods.{method.name}: needs 90.0 GiB of 79.2; train.max_tokens_per_call: 8192 "
+                               "fits"], "memory")
 
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(memory, "check_this_gpu", too_big)
     path = tmp_path / "params.yaml"
     path.write_text((REPO / "params.yaml").read_text())

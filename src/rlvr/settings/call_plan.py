@@ -8,10 +8,8 @@ it; none computes a call's size itself."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from rlvr.settings.train import TrainParams
+from rlvr.settings.train import TrainParams
 
 
 @dataclass(frozen=True)

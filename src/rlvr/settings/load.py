@@ -40,7 +40,8 @@ from rlvr.settings.sections import (
     check_eval_length,
     check_params,
 )
-from rlvr.settings.train import TRAIN_KEYS, TrainParams, check_train
+from rlvr.settings.train import TRAIN_KEYS, TrainParams
+from rlvr.settings.train_rules import check_train
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:
@@ -164,7 +165,8 @@ def method_entries(params: Params, shared: dict, methods: dict, problems: list[s
         train = build(TrainParams, {**shared, **overrides}, "train.", []) or TrainParams()  # reported: above, shared
         check_ranges(train, TrainParams.ranges, problems, where=lambda k, n=name, o=overrides: f"methods.{n}.{k}" if k in o
                      else f"train.{k}")
-        check_train(f"methods.{name}", train, params, problems)
+        check_train(f"methods.{name}", train, params.launcher.world, params.engine.max_model_len,
+                    params.data.validates, problems)
         settings = {k: v for k, v in entry.items() if k not in TRAIN_KEYS}
         out[name] = MethodEntry(train, str(settings.get("objective", MethodEntry.objective)), settings, tuple(overrides))
     return out

@@ -15,6 +15,7 @@ import dataclasses
 import itertools
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Callable
 
 from rlvr.objectives.base import ObjectiveParams
 from rlvr.objectives.registry import objectives
@@ -22,14 +23,23 @@ from rlvr.schema import ConfigError, build, unknown_name
 from rlvr.settings.call_plan import CallPlan
 from rlvr.settings.load import checked, core_params, read_yaml, with_methods
 from rlvr.settings.sections import Params
-from rlvr.settings.train import TrainParams, check_rank_shares, check_token_budget
+from rlvr.settings.train import TrainParams
+from rlvr.settings.train_rules import check_rank_shares, check_token_budget
 
 
 @dataclass
 class MethodConfig:
+    """One method as a stage trains it: built once (build_method), its objective's loss looked up
+    once, here, from the registry."""
+
     name: str
     train: TrainParams
     objective: ObjectiveParams  # the objective's settings dataclass; `.objective` is its name
+    loss: Callable | None = None  # the registered objective's loss (None: an objective not registered)
+
+    def __post_init__(self):
+        if self.loss is None and self.objective.objective in objectives():
+            self.loss = objectives()[self.objective.objective].loss
 
 
 def method_config(params: Params, name: str) -> MethodConfig:
@@ -62,18 +72,18 @@ def build_method(params: Params, name: str, problems: list[str]) -> MethodConfig
     return MethodConfig(name, train, hp)
 
 
-def every_method(params: Params, problems: list[str]) -> None:
+def every_method(params: Params, problems: list[str]) -> dict[str, MethodConfig]:
     """Build every method of params, appending its problems."""
-    for name in params.methods:
-        build_method(params, name, problems)
+    return {name: build_method(params, name, problems) for name in params.methods}
 
 
-def check_methods(params: Params) -> None:
-    """Every method of params; raises one ConfigError listing all problems."""
+def check_methods(params: Params) -> dict[str, MethodConfig]:
+    """Every method of params, built; raises one ConfigError listing all problems."""
     problems: list[str] = []
-    every_method(params, problems)
+    methods = every_method(params, problems)
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
+    return methods
 
 
 def load_recipe(path: str | Path = "params.yaml") -> Params:
@@ -136,7 +146,7 @@ def check_sweep(params: Params, problems: list[str]) -> None:
 
 def check_with_objective(where: str, t: TrainParams, hp: ObjectiveParams, params: Params,
                          problems: list[str]) -> None:
-    """The training settings' rules that depend on the objective (the others: rlvr.settings.train.check_train)."""
+    """The training settings' rules that depend on the objective (the others: rlvr.settings.train_rules.check_train)."""
     plan = CallPlan(t, params.launcher.world, hp.needs().whole_groups)
     if plan.world < 1 or not plan.needs_groups or not (plan.rows or plan.by_tokens):
         return  # (a world of no rank: reported with launcher's keys)

@@ -54,7 +54,7 @@ def readme_results() -> str:
         m = row["method"]
         seed = seeds.get(m)
         mean = seed["mean over seeds [95% t interval over seeds]"] if seed else row["arithmetic"].strip("*")
-        spread = f"{seed[f'avg@k per seed']} ({seed['sd between seeds']})" if seed else "untrained" if m == "base" \
+        spread = f"{seed['avg@k per seed']} ({seed['sd between seeds']})" if seed else "untrained" if m == "base" \
             else "one seed"
         over_seeds = (seed or {}).get("minus grpo, over seeds [95% Welch]", "").replace("–", "")
         out.append(f"| {m} | {mean} | {spread} | {vs_base.get(m, '')} | {vs_grpo.get(m, '')} | {over_seeds} |")

@@ -23,7 +23,7 @@ from rlvr.schema import ConfigError
 from rlvr.settings.buffers import HEAD_BLOCK_LOGITS, REDUCE_BUCKET
 from rlvr.settings.call_plan import CallPlan
 from rlvr.settings.load import load_params
-from rlvr.settings.methods import MethodConfig, method_config
+from rlvr.settings.methods import MethodConfig, check_methods, method_config
 from rlvr.settings.sections import Params
 from rlvr.tools.model_shapes import ModelShape, model_shape
 
@@ -150,12 +150,12 @@ def smaller_call(method: MethodConfig, params: Params, est: dict, gpu_bytes: flo
 
 
 def check(params: Params, gpu_bytes: float, shape: ModelShape | None = None,
-          methods: list[str] | None = None) -> dict[str, dict]:
-    """The methods' budgets (all by default); ConfigError listing every method that cannot fit."""
+          methods: list[MethodConfig] | None = None) -> dict[str, dict]:
+    """The methods' budgets (every method of params by default); ConfigError listing every method that cannot fit."""
     shape = shape or model_shape(params)
     found, estimates = [], {}
-    for name in methods if methods is not None else params.methods:
-        method = method_config(params, name)
+    for method in methods if methods is not None else check_methods(params).values():
+        name = method.name
         estimates[name] = budget(params, method, shape, gpu_bytes)
         found += problems(params, method, estimates[name], gpu_bytes)
     if found:
@@ -163,7 +163,7 @@ def check(params: Params, gpu_bytes: float, shape: ModelShape | None = None,
     return estimates
 
 
-def check_this_gpu(params: Params, method: str) -> None:
+def check_this_gpu(params: Params, method: MethodConfig) -> None:
     """The train stage's check before any compute, on this node's GPU (no-op
     without CUDA). The estimate is a worst case (every response at the maximum
     length): RLVR_MEMORY_CHECK=warn turns the stop into a warning."""
@@ -174,7 +174,7 @@ def check_this_gpu(params: Params, method: str) -> None:
     if not torch.cuda.is_available() or os.environ.get("RLVR_MEMORY_CHECK") == "off":
         return
     try:
-        check(params, torch.cuda.get_device_properties(0).total_memory, methods=[method])
+        check(params, torch.cuda.get_device_properties(0).total_memory, methods=[method])  # the stage's own build
     except ConfigError as e:
         if os.environ.get("RLVR_MEMORY_CHECK") != "warn":
             raise ConfigError(e.problems + ["the estimate is a worst case (rlvr memory shows it); "

@@ -49,10 +49,15 @@ def model_problems(params: Params) -> list[str]:
 def gpu_memory_problems(params: Params) -> list[str]:
     """On a GPU node, each method that cannot fit this GPU (rlvr.tools.memory's worst
     case, with the setting that would fit); nothing without CUDA."""
+    import torch
+
+    from rlvr.settings.methods import check_methods
     from rlvr.tools.memory import check_this_gpu
 
+    if not torch.cuda.is_available():
+        return []
     problems = []
-    for method in params.methods:
+    for method in check_methods(params).values():
         try:
             check_this_gpu(params, method)
         except ConfigError as e:

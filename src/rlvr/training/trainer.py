@@ -29,7 +29,6 @@ from tqdm.auto import tqdm
 from rlvr import distributed
 from rlvr.data.records import read_records
 from rlvr.grading.pool import GradingFailed, Verifier
-from rlvr.objectives import registry
 from rlvr.rollout.groups import Collected, Group, QuestionSampler, RolloutCollector, training_groups
 from rlvr.run_files import Snapshots, StepLog
 from rlvr.schema import settings_hash
@@ -114,7 +113,7 @@ class Trainer:
         needs = self.objective.needs()
         self.ds_engine, ref_model = policy_engines(self.model_path, self.settings, needs.reference_model,
                                                    self.ranks.world, self.device)
-        self.update = PolicyUpdate(self.ds_engine, registry.objective(self.objective.objective).loss, self.objective,
+        self.update = PolicyUpdate(self.ds_engine, self.method.loss, self.objective,
                                    self.settings, self.pad_id, self.ranks, self.device, ref_model=ref_model)
         if self.rollout_engine is None:
             from rlvr.rollout.vllm_engine import RolloutEngine
