@@ -40,7 +40,6 @@ class Group:
     truncated: list[bool]
     rewards: list[float]  # shaped rewards the objective sees
     correct: list[bool]  # verifier result
-    old_logp: list[torch.Tensor | None] | None = None  # per response, once the update measured it
     levels: list[int] | None = None  # preference levels (rlvr.grading.grades.preference_level); None: from correct
     extracted: list[str] | None = None  # each response's answer as the grader read it (the completions table)
 

@@ -41,17 +41,30 @@ def forward_tokens(rows: list[Row]) -> int:
     return sum(row_tokens(r) for r in rows)
 
 
-def old_logp_of(row: Row) -> torch.Tensor | None:
-    g, i = row
-    return None if g.old_logp is None else g.old_logp[i]
+class OldLogProbs:
+    """pi_old's log-probs of one rollout step's responses, per row, kept by the update that
+    measures them (a pass of their own, or the first mini-batch's own forward) for every
+    later loss call of the step. The rollouts themselves carry no training state."""
 
+    def __init__(self):
+        self._rows: dict[tuple[int, int], torch.Tensor] = {}
+        self._groups: list[Group] = []  # keeps each group alive, so its id stays its own
 
-def keep_old_logp(rows: list[Row], logp: torch.Tensor) -> None:
-    """Store each row's pi_old log-probs (`logp`'s rows in `rows`' order)."""
-    for (g, i), lp in zip(rows, logp.detach()):
-        if g.old_logp is None:
-            g.old_logp = [None] * len(g.responses)
-        g.old_logp[i] = lp[: len(g.responses[i])].clone()
+    def keep(self, rows: list[Row], logp: torch.Tensor) -> None:
+        """Each row's log-probs (`logp`'s rows in `rows`' order), cut to its response."""
+        for (g, i), lp in zip(rows, logp.detach()):
+            self._groups.append(g)
+            self._rows[(id(g), i)] = lp[: len(g.responses[i])].clone()
+
+    def of(self, rows: list[Row], like: torch.Tensor) -> torch.Tensor:
+        """The rows' log-probs as one padded batch shaped as `like`."""
+        old = torch.zeros_like(like)
+        for k, (g, i) in enumerate(rows):
+            lp = self._rows.get((id(g), i))
+            if lp is None:
+                raise RuntimeError("a loss call after the first optimizer step has no pi_old log-probs for a row")
+            old[k, : lp.numel()] = lp
+        return old
 
 
 class PolicyUpdate:
@@ -130,21 +143,17 @@ class PolicyUpdate:
         return [r for mb in first_epoch[skip:] for r in mb]
 
     @torch.no_grad()
-    def old_logprobs(self, rows: list[Row], meter: EntropyMeter) -> None:
-        """pi_old's log-probs of `rows`, and their entropies into `meter`."""
+    def old_logprobs(self, rows: list[Row], meter: EntropyMeter, old: OldLogProbs) -> None:
+        """pi_old's log-probs of `rows` into `old`, and their entropies into `meter`."""
         for call in plan_calls(rows, self.plan, agree=False):
             packed = self.packed(call)
             out = evaluate_tokens(self.engine.module, packed, self.train.temperature, entropies=ENTROPIES,
                                   topp=self.topp)
             meter.add(out, packed.response_mask, response_tokens(call))
-            keep_old_logp(call, out["logp"])
+            old.keep(call, out["logp"])
 
-    def policy_batch(self, rows: list[Row], packed: Packed, out: dict, totals: MiniBatchTotals,
+    def policy_batch(self, rows: list[Row], packed: Packed, out: dict, old: torch.Tensor, totals: MiniBatchTotals,
                      anchor: float | None) -> PolicyBatch:
-        old = torch.zeros_like(out["logp"])
-        for k, row in enumerate(rows):
-            lp = old_logp_of(row)
-            old[k, : lp.numel()] = lp
         ref = None
         if self.ref_model is not None:
             with torch.no_grad():
@@ -180,42 +189,45 @@ class PolicyUpdate:
         its first step); the step reports how many groups had a pi_old pass of their own."""
         epochs = [self.mini_batches(order) for order in self.epoch_orders(groups, position)]
         pending = self.measures_anchor and anchor is None
-        meter = EntropyMeter(keep_for_anchor=pending)
+        meter, old = EntropyMeter(keep_for_anchor=pending), OldLogProbs()
         separate = self.old_pass_rows(epochs[0], pending)
         with timer("old_logprobs"):
-            self.old_logprobs(separate, meter)
+            self.old_logprobs(separate, meter, old)
             if pending:
                 anchor = meter.anchor(self.needs.anchor)
         with timer("update"):
-            self._loss_calls([mb for epoch in epochs for mb in epoch], meter, metrics, anchor)
+            # the first mini-batch measures pi_old in its own forward, unless the pass above took it
+            self._loss_calls([mb for epoch in epochs for mb in epoch], meter, metrics, anchor, old,
+                             first_measures_old=not pending)
         metrics.add_entropies(meter.sums, meter.tokens)
         metrics.add("perplexity", meter.perplexity_sum, meter.responses)
         metrics.totals["old_pass_groups"] += len({id(g) for g, _ in separate})
         return anchor
 
     def _loss_calls(self, mini_batches: list[list[Row]], meter: EntropyMeter, metrics: StepMetrics,
-                    anchor: float | None) -> None:
-        """Each mini-batch's loss calls, then one optimizer step."""
+                    anchor: float | None, old: OldLogProbs, first_measures_old: bool) -> None:
+        """Each mini-batch's loss calls, then one optimizer step. The calls before the first
+        step measure pi_old (the policy still is pi_old there) where `first_measures_old`."""
         skipped, steps = 0, 0
         for mb, totals in zip(mini_batches, self.mini_batch_totals(mini_batches)):
             for rows in plan_calls(mb, self.plan):
-                skipped += self._loss_call(rows, totals, meter, metrics, anchor, first_update=steps == 0)
+                skipped += self._loss_call(rows, totals, meter, metrics, anchor, old,
+                                           measures_old=first_measures_old and steps == 0)
             self.engine.step()
             steps += 1
         metrics.totals["skipped_updates"] += skipped
         metrics.maxima["skipped_step"] = float(skipped > 0)
 
     def _loss_call(self, rows: list[Row], totals: MiniBatchTotals, meter: EntropyMeter, metrics: StepMetrics,
-                   anchor: float | None, first_update: bool) -> int:
+                   anchor: float | None, old: OldLogProbs, measures_old: bool) -> int:
         """Forward, loss and backward of one call; returns 1 if its loss was
-        not finite (then an exact zero is back-propagated instead)."""
+        not finite (then an exact zero is back-propagated instead). `measures_old`:
+        pi_theta is still pi_old, so this forward gives the rows' pi_old log-probs."""
         if not rows:  # this rank has fewer rows than calls: take part in the gradient reduction only
             self._backward_zero()
             return 0
         packed = self.packed(rows)
-        on_policy = old_logp_of(rows[0]) is None  # pi_theta is still pi_old: measure it here
-        if on_policy and not first_update:
-            raise RuntimeError("old log-probs missing after an optimizer step")
+        on_policy = measures_old
         silent = self.silent(rows, on_policy)
         with torch.set_grad_enabled(not silent):
             out = evaluate_tokens(self.engine.module, packed, self.train.temperature,
@@ -224,8 +236,8 @@ class PolicyUpdate:
             tokens = float(response_tokens(rows))
             if on_policy:
                 meter.add(out, packed.response_mask, tokens)
-                keep_old_logp(rows, out["logp"])
-            batch = self.policy_batch(rows, packed, out, totals, anchor)
+                old.keep(rows, out["logp"])
+            batch = self.policy_batch(rows, packed, out, old.of(rows, out["logp"]), totals, anchor)
             result = self.loss_fn(batch, self.objective)
         metrics.totals["train_tokens"] += float(forward_tokens(rows))
         metrics.totals["train_padded_tokens"] += float(packed.input_ids.numel())
