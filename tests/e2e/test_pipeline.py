@@ -256,6 +256,10 @@ def test_own_sets_train_evaluate_and_rerun_when_their_file_changes(pipeline):
     assert "arithmetic" in header and "mean" in header
     assert "| mine | training | data/own/mine.jsonl | 6 |" in results
     assert "| my_verl | evaluation | data/own/test.parquet | 2 |" in results
+    db = sqlite3.connect(root / "mlflow.db")  # each entry's own file, an MLflow dataset input of the data stage
+    inputs = set(db.execute("select d.name, t.value from datasets d join inputs i on i.source_id = d.dataset_uuid "
+                            "join input_tags t on t.input_uuid = i.input_uuid where t.name = 'mlflow.data.context'"))
+    assert {("mine", "train source"), ("my_verl", "eval source")} <= inputs, inputs
     path = root / "data/own/mine.jsonl"
     original = path.read_text()
     try:

@@ -3,7 +3,7 @@ or an order of magnitude fewer steps) it says reproduced at this scale or not;
 at the paper's scale it keeps the words of the claim as stated."""
 
 import pytest
-from test_report import write_eval, write_steps
+from report_helpers import write_eval, write_steps
 
 from rlvr.report import build_report
 from rlvr.report.scale import PAPERS, RunScale, scaled_verdict

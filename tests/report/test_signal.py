@@ -1,7 +1,7 @@
 """The report's reading of each training's steps: informative groups, truncation,
 length first -> last, the constraint's share, by hand on planted steps."""
 
-from test_report import write_eval, write_steps
+from report_helpers import write_eval, write_steps
 
 from rlvr.report import build_report
 from rlvr.runs import Run

@@ -175,7 +175,8 @@ def recipe_table() -> str:
     for path in sorted((ROOT / "params").glob("*.yaml")):
         raw = read_yaml(path)
         methods, released = list(raw.get("methods") or {}), list(raw.get("checkpoints") or {})
-        data = ", ".join(raw["data"]["train_sets"]) if methods else "none: evaluation only"
+        sets = [s["name"] if isinstance(s, dict) else s for s in raw["data"]["train_sets"]]  # a name, or an entry
+        data = ", ".join(sets) if methods else "none: evaluation only"
         listed = "; ".join(part for part in (", ".join(methods), released and f"released: {', '.join(released)}")
                            if part)
         profile = (raw.get("report") or {}).get("paper_profile") or "-"
