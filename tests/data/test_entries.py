@@ -201,6 +201,8 @@ def test_the_registered_sets_are_entries_read_by_the_one_loader():
     assert set(REGISTERED) == {*BENCHMARKS, *OFFLINE_TRAIN_SETS, "deepscaler", "dapo_math", "openr1_math"}
     p = data(train_sets=["math_train"], benchmarks=["math500"])
     assert [r.id for r in sources.load_set("math500", p)[:2]] == ["math500-0", "math500-1"]
+    online = data(source="online", train_sets=["math_train"], benchmarks=[])
+    assert len(sources.load_set("math_train", online, [])) > 7000  # a set only vendored is read so online too
 
 
 def test_the_vendored_sets_share_only_the_problems_the_report_counts():

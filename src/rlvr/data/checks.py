@@ -11,7 +11,7 @@ import warnings
 from rlvr.data import sources
 from rlvr.data.files import columns, read_rows
 from rlvr.data.records import DataError, EmptyDatasetError, problem_key
-from rlvr.settings.datasets import ARITHMETIC, DataParams, DatasetEntry, name_of, vendored
+from rlvr.settings.datasets import ARITHMETIC, DataParams, DatasetEntry, entry_of, name_of, vendored
 
 SHOWN = 5  # rows named in a message before "..."
 
@@ -110,7 +110,9 @@ def _local(item) -> bool:
 
 def _readable(item, p: DataParams) -> bool:
     """A set whose rows are on this machine: a local file, or a vendored copy read offline."""
-    return _local(item) or (p.source == "offline" and vendored(name_of(item)) is not None)
+    if _local(item):
+        return True
+    return vendored(name_of(item)) is not None and (p.source == "offline" or not entry_of(item).hub)
 
 
 def _problems(item, p: DataParams) -> frozenset[str]:

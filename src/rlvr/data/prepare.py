@@ -87,7 +87,7 @@ def source_of(item, p: DataParams) -> str:
     e = entry_of(item)
     if e.path:
         return e.path
-    if p.source == "offline" and vendored(e.name):
+    if vendored(e.name) and (p.source == "offline" or not e.hub):
         return f"{p.vendor_dir}/{vendored(e.name)}"
     revision = f", revision {e.revision}" if e.revision else ", newest revision"
     return f"{p.hub_mirror} (mirror of {e.where})" if p.hub_mirror else f"hub {e.where}{revision}"

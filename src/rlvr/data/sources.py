@@ -150,7 +150,7 @@ def load_set(item: str | DatasetEntry, p: DataParams, skipped: list[int] | None 
         skipped = skipped if skipped is not None else []
         numbered = read_rows(e.path, skip, skipped)
         return normalize([row for _, row in numbered], e, e.path, [n for n, _ in numbered], skip, skipped)
-    if p.source == "offline" and vendored(e.name):
+    if vendored(e.name) and (p.source == "offline" or not e.hub):  # math_train and aime_1983_2023: vendored only
         return load_vendored(e.name, p.vendor_dir, skip, skipped)
     if p.source == "offline" and not p.hub_mirror:
         raise OfflineError(f"'{e.name}' comes from the hub ({e.hub}): set data.source: online, or data.hub_mirror "
