@@ -240,3 +240,41 @@ def test_a_choice_task_rewards_the_gold_letter_with_every_grader():
         assert [it.correct for it in g.items] == [True, True, False, False, False]
         assert [it.status for it in g.items][3:] == ["not_a_choice", "no_answer"]
         assert g.majority_correct  # B twice, C once
+
+
+def test_a_hub_entry_reads_and_names_one_resolved_commit(monkeypatch):
+    """Online, the revision (none: the newest) is resolved to a commit once: the load reads that commit
+    and the report names it."""
+    import datasets
+    import huggingface_hub
+
+    from rlvr.data.prepare import source_of
+
+    asked = []
+
+    class Api:
+        def dataset_info(self, repo, revision=None):
+            asked.append((repo, revision))
+            return type("Info", (), {"sha": "0123abc"})()
+
+    loaded = {}
+
+    def load_dataset(repo, config, split, revision):
+        loaded.update(repo=repo, config=config, split=split, revision=revision)
+        return [{"question": "Two and two?", "answer": "#### 4"}]
+
+    sources.hub_commit.cache_clear()
+    monkeypatch.setattr(huggingface_hub, "HfApi", Api)
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    entry = {"name": "gsm", "hub": "openai/gsm8k", "config": "main", "split": "test", "problem": "question",
+             "gold": "gsm8k"}
+    p = data(source="online", benchmarks=[entry])
+    try:
+        assert [r.answer for r in sources.load_set(p.benchmarks[0], p, [])] == ["4"]
+        assert loaded == {"repo": "openai/gsm8k", "config": "main", "split": "test", "revision": "0123abc"}
+        assert source_of(p.benchmarks[0], p) == "hub openai/gsm8k (main), split test, commit 0123abc"
+        assert asked == [("openai/gsm8k", None)]  # resolved once, for the load and the report alike
+    finally:
+        sources.hub_commit.cache_clear()

@@ -89,8 +89,10 @@ def source_of(item, p: DataParams) -> str:
         return e.path
     if vendored(e.name) and (p.source == "offline" or not e.hub):
         return f"{p.vendor_dir}/{vendored(e.name)}"
-    revision = f", revision {e.revision}" if e.revision else ", newest revision"
-    return f"{p.hub_mirror} (mirror of {e.where})" if p.hub_mirror else f"hub {e.where}{revision}"
+    if p.hub_mirror:
+        return f"{p.hub_mirror} (mirror of {e.where})"
+    commit = sources.hub_commit(e.hub, e.revision)
+    return f"hub {e.where}, " + (f"commit {commit}" if commit else "newest revision (the hub named no commit)")
 
 
 def sets_summary(p: DataParams, trained: dict[str, list[Record]], evaluated: dict[str, list[Record]],

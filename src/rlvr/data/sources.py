@@ -10,6 +10,7 @@ releases); the registered sets are entries in rlvr.settings.datasets.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import warnings
@@ -209,10 +210,23 @@ def load_hub(item: str | DatasetEntry, mirror: str | Path | None = None,
     import datasets
 
     try:
-        ds = datasets.load_dataset(e.hub, e.config, split=e.split, revision=e.revision)
+        ds = datasets.load_dataset(e.hub, e.config, split=e.split, revision=hub_commit(e.hub, e.revision))
     except Exception as err:  # network, auth, missing repo: all end the same way
         raise OfflineError(f"cannot load '{e.hub}' from the hub ({type(err).__name__}: {err}); {alternative}") from err
     return normalize(list(ds), e, e.where, skipped=skipped)
+
+
+@functools.cache
+def hub_commit(repo: str, revision: str | None) -> str | None:
+    """The commit a hub dataset's `revision` (None: its newest) resolves to, read once per process, so
+    the rows loaded and the commit the report names are one; None where the hub cannot say (the load
+    that follows then fails with its own cause)."""
+    from huggingface_hub import HfApi
+
+    try:
+        return HfApi().dataset_info(repo, revision=revision).sha
+    except Exception:  # network, auth: the load reports it
+        return revision
 
 
 def load(name: str, source: str, vendor_dir: str | Path, mirror: str | Path | None = None, skip_bad: bool = False,

@@ -37,7 +37,7 @@ class DatasetEntry:
     hub: str | None = None  # a hub dataset id (owner/name), loaded through `datasets` (data.source: online)
     config: str | None = None  # the hub dataset's configuration (GSM8K: main)
     split: str = "train"  # the hub dataset's split
-    revision: str | None = None  # the hub dataset's commit or tag (null: the newest; the report names it)
+    revision: str | None = None  # the hub dataset's commit or tag (null: the newest; the commit read is in the report)
     format: str = "columns"  # columns: the columns below | verl: prompt, reward_model.ground_truth, data_source
     problem: str | None = None  # the problem's column (columns: problem; verl: prompt's last user turn)
     answer: str | None = None  # the gold's column (columns: answer; verl: reward_model.ground_truth)
