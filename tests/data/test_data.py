@@ -8,7 +8,7 @@ from rlvr.data import arithmetic, sources
 from rlvr.data.prompts import build_prompt
 from rlvr.data.records import DataError, EmptyDatasetError, Record, first_problems, read_records, write_jsonl
 from rlvr.settings.prompt import PromptParams
-from rlvr.settings.datasets import BENCHMARKS, DAPO_PREFIX, DAPO_SUFFIX, OFFLINE_TRAIN_SETS, DatasetEntry
+from rlvr.settings.datasets import BENCHMARKS, DAPO_PREFIX, DAPO_SUFFIX, OFFLINE_TRAIN_SETS, DataParams, DatasetEntry
 
 
 def test_generator_is_deterministic():
@@ -110,7 +110,7 @@ def test_math500_levels(repo):
 def test_online_path_offline_names_the_vendored_alternative(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(sources.OfflineError, match="data.source: offline"):
-        sources.load("math500", "online", "data/vendor")
+        sources.load_set("math500", DataParams(source="online", vendor_dir="data/vendor"))
     with pytest.raises(sources.OfflineError, match="math_train"):
         sources.load_hub("deepscaler")
 

@@ -11,7 +11,7 @@ import warnings
 from rlvr.data import sources
 from rlvr.data.files import columns, read_rows
 from rlvr.data.records import DataError, EmptyDatasetError, problem_key
-from rlvr.settings.datasets import ARITHMETIC, DataParams, DatasetEntry, entry_of, name_of, vendored
+from rlvr.settings.datasets import ARITHMETIC, REGISTERED, DataParams, DatasetEntry, entry_of, name_of
 
 SHOWN = 5  # rows named in a message before "..."
 
@@ -80,8 +80,8 @@ def empty_problems(where: str, e: DatasetEntry, rows) -> list[str]:
 
 
 def overlap_problems(p: DataParams) -> list[str]:
-    """A training set sharing problems with an evaluation set, where either is a local file (the
-    registered sets are disjoint: tests/data/test_entries.py)."""
+    """A training set sharing problems with an evaluation set, where either is a local file (what
+    registered sets share, aime_1983_2023 with math500, the data stage counts and the report shows)."""
     train = {name_of(i): i for i in p.train_sets if i != ARITHMETIC and _readable(i, p)}
     evals = {name_of(i): i for i in p.benchmarks if _readable(i, p)}
     out, read = [], {}
@@ -109,10 +109,8 @@ def _local(item) -> bool:
 
 
 def _readable(item, p: DataParams) -> bool:
-    """A set whose rows are on this machine: a local file, or a vendored copy read offline."""
-    if _local(item):
-        return True
-    return vendored(name_of(item)) is not None and (p.source == "offline" or not entry_of(item).hub)
+    """A set whose rows are on this machine: a local file, or a registered set's vendored copy."""
+    return _local(item) or (item in REGISTERED and sources.reads_vendored(entry_of(item), p))
 
 
 def _problems(item, p: DataParams) -> frozenset[str]:

@@ -87,7 +87,7 @@ def source_of(item, p: DataParams) -> str:
     e = entry_of(item)
     if e.path:
         return e.path
-    if vendored(e.name) and (p.source == "offline" or not e.hub):
+    if sources.reads_vendored(e, p):
         return f"{p.vendor_dir}/{vendored(e.name)}"
     if p.hub_mirror:
         return f"{p.hub_mirror} (mirror of {e.where})"

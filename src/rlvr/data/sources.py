@@ -142,6 +142,12 @@ def normalize(rows: list[dict], entry: DatasetEntry, where: str | None = None, l
     return out
 
 
+def reads_vendored(e: DatasetEntry, p: DataParams) -> bool:
+    """Whether a set is read from its vendored copy: offline, or a set only vendored (math_train,
+    aime_1983_2023), whatever data.source says."""
+    return vendored(e.name) is not None and (p.source == "offline" or not e.hub)
+
+
 def load_set(item: str | DatasetEntry, p: DataParams, skipped: list[int] | None = None) -> list[Record]:
     """One set's Records, the one path for every set but arithmetic: a local file; a registered
     set's vendored copy (data.source: offline); the hub, or its mirror (data.hub_mirror)."""
@@ -151,7 +157,7 @@ def load_set(item: str | DatasetEntry, p: DataParams, skipped: list[int] | None 
         skipped = skipped if skipped is not None else []
         numbered = read_rows(e.path, skip, skipped)
         return normalize([row for _, row in numbered], e, e.path, [n for n, _ in numbered], skip, skipped)
-    if vendored(e.name) and (p.source == "offline" or not e.hub):  # math_train and aime_1983_2023: vendored only
+    if reads_vendored(e, p):
         return load_vendored(e.name, p.vendor_dir, skip, skipped)
     if p.source == "offline" and not p.hub_mirror:
         raise OfflineError(f"'{e.name}' comes from the hub ({e.hub}): set data.source: online, or data.hub_mirror "
@@ -219,21 +225,11 @@ def load_hub(item: str | DatasetEntry, mirror: str | Path | None = None,
 @functools.cache
 def hub_commit(repo: str, revision: str | None) -> str | None:
     """The commit a hub dataset's `revision` (None: its newest) resolves to, read once per process, so
-    the rows loaded and the commit the report names are one; None where the hub cannot say (the load
-    that follows then fails with its own cause)."""
+    the rows loaded and the commit the report names are one; where the hub cannot say, `revision` as
+    given (the load that follows then fails with its own cause)."""
     from huggingface_hub import HfApi
 
     try:
         return HfApi().dataset_info(repo, revision=revision).sha
     except Exception:  # network, auth: the load reports it
         return revision
-
-
-def load(name: str, source: str, vendor_dir: str | Path, mirror: str | Path | None = None, skip_bad: bool = False,
-         skipped: list[int] | None = None) -> list[Record]:
-    """A registered set from its vendored copy (offline) or the hub (online)."""
-    if source not in ("offline", "online"):
-        raise ValueError(f"data.source must be 'offline' or 'online', got '{source}'")
-    p = DataParams(source=source, vendor_dir=str(vendor_dir), hub_mirror=None if mirror is None else str(mirror),
-                   skip_bad_rows=skip_bad)
-    return load_set(name, p, skipped)

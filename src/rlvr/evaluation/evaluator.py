@@ -121,10 +121,10 @@ class Evaluator:
             "grader": self.params.verifier.grader,
             "ranks": self.ranks.world,
         }
-        if data_sets(self.params):
-            metrics["data"] = data_sets(self.params)
-        if skipped_rows(self.params, self.sets):
-            metrics["skipped_rows"] = skipped_rows(self.params, self.sets)
+        if data := data_sets(self.params):
+            metrics["data"] = data
+        if lost := skipped_rows(self.params, self.sets):
+            metrics["skipped_rows"] = lost
         return (metrics, sample_rows(self.problems, completions, grades),
                 problem_rows(self.problems, grades, completions))
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import re
 
 from rlvr.data.boxes import last_box
+from rlvr.settings.datasets import ANSWER_FORMS
 
-NUMBER, MATH, CHOICE = "number", "math", "choice"
-ANSWER_FORMS = (NUMBER, MATH, CHOICE)  # a dataset entry's answer_form (rlvr.settings.datasets)
+NUMBER, MATH, CHOICE = ANSWER_FORMS  # the forms a dataset entry's answer_form names
 # The form of each task's final answer; sets not named here are competition math (MATH).
 TASK_FORMS = {"arithmetic": NUMBER}
 ANSWER_MARKER = "Answer:"

@@ -38,8 +38,9 @@ class MethodConfig:
     loss: Callable | None = None  # the registered objective's loss (None: an objective not registered)
 
     def __post_init__(self):
-        if self.loss is None and self.objective.objective in objectives():
-            self.loss = objectives()[self.objective.objective].loss
+        registered = objectives().get(self.objective.objective)
+        if self.loss is None and registered is not None:
+            self.loss = registered.loss
 
 
 def method_config(params: Params, name: str) -> MethodConfig:

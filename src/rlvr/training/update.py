@@ -227,14 +227,13 @@ class PolicyUpdate:
             self._backward_zero()
             return 0
         packed = self.packed(rows)
-        on_policy = measures_old
-        silent = self.silent(rows, on_policy)
+        silent = self.silent(rows, measures_old)
         with torch.set_grad_enabled(not silent):
             out = evaluate_tokens(self.engine.module, packed, self.train.temperature,
-                                  entropies=ENTROPIES if on_policy else self.needs.entropies,
+                                  entropies=ENTROPIES if measures_old else self.needs.entropies,
                                   grad_entropies=self.needs.grad_entropies, topp=self.topp)
             tokens = float(response_tokens(rows))
-            if on_policy:
+            if measures_old:
                 meter.add(out, packed.response_mask, tokens)
                 old.keep(rows, out["logp"])
             batch = self.policy_batch(rows, packed, out, old.of(rows, out["logp"]), totals, anchor)
